@@ -1,0 +1,45 @@
+# The two commands of the README are `make run` and `make test`; the rest serve them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test unit lint format bench stack-start stack-stop clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/jobpost run
+
+test: $(STAMP)
+	$(BIN)/jobpost stack fetch
+	$(BIN)/pytest
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy jobpost schemas producer_api consumers search_indexer
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+stack-start: $(STAMP)
+	$(BIN)/jobpost stack start
+
+stack-stop: $(STAMP)
+	$(BIN)/jobpost stack stop
+
+clean:
+	-$(BIN)/jobpost stack stop
+	rm -rf $(VENV) .stack

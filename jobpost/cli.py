@@ -1,0 +1,71 @@
+"""`jobpost`: one command line for every component and for the local servers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jobpost import stack
+from schemas.kafka import KafkaSettings
+from schemas.topics import TopicMismatchError, ensure_topics
+
+
+def _stack(args: argparse.Namespace) -> int:
+    settings = stack.StackSettings()
+    servers = stack.servers(settings)
+    if args.only:
+        servers = [s for s in servers if s.name == args.only]
+    if args.action == "fetch":
+        for server in servers:
+            server.fetch()
+            print(f"{server.name}: fetched into {server.home if server.name != 'kafka' else settings.dir}")
+    elif args.action == "start":
+        for server in servers:
+            started = server.start()
+            print(f"{server.name}: {'started' if started else 'already running'} (log {server.log_file})")
+    elif args.action == "stop":
+        for server in reversed(servers):
+            print(f"{server.name}: {'stopped' if server.stop() else 'not running'}")
+    else:
+        for server in servers:
+            pid = server.pid()
+            print(f"{server.name}: {f'running, pid {pid}' if pid else 'stopped'}")
+    return 0
+
+
+def _topics(args: argparse.Namespace) -> int:
+    settings = KafkaSettings()
+    try:
+        created = ensure_topics(settings)
+    except TopicMismatchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("created: " + (", ".join(created) if created else "nothing (all topics exist and match)"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jobpost", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("stack", help="fetch, start, stop the local Kafka and Elasticsearch")
+    p.add_argument("action", choices=["fetch", "start", "stop", "status"])
+    p.add_argument("--only", choices=["kafka", "elasticsearch"])
+    p.set_defaults(func=_stack)
+
+    p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
+    p.set_defaults(func=_topics)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except stack.StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Avro single-object encoding (magic C3 01 + CRC-64-AVRO fingerprint + body).
+
+A codec reads with one reader schema and knows every released writer schema of its record
+type, so a record written by an older (or newer) release resolves to the reader's shape.
+Schemas come only from the `.avsc` files in `schemas/avro/`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+AVRO_DIR = Path(__file__).parent / "avro"
+MAGIC = b"\xc3\x01"
+_HEADER = struct.Struct("<2sq")
+
+
+class SerializationError(ValueError):
+    """A record could not be encoded or decoded."""
+
+
+class UnknownSchemaError(SerializationError):
+    """The bytes name a writer schema this reader does not know."""
+
+
+def load_schema(file_name: str) -> dict[str, Any]:
+    """Parse one `.avsc` file of `schemas/avro/` (e.g. ``posting_update.v1.avsc``)."""
+    return _load_schema_path(AVRO_DIR / file_name)
+
+
+def schema_fingerprint(schema: dict[str, Any]) -> int:
+    """The CRC-64-AVRO fingerprint of a schema's parsing canonical form, as Java's
+    `SchemaNormalization.parsingFingerprint64` gives it (fastavro's hex is little-endian bytes)."""
+    hex_bytes = fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO")
+    return int.from_bytes(bytes.fromhex(hex_bytes), "little", signed=True)
+
+
+@cache
+def _load_schema_path(path: Path) -> dict[str, Any]:
+    schema: dict[str, Any] = parse_schema(json.loads(path.read_text()), _write_hint=False)  # type: ignore[assignment]
+    return schema
+
+
+class AvroCodec:
+    """Encodes with the newest schema of a record type; decodes any released version of it."""
+
+    def __init__(self, reader: dict[str, Any], writers: list[dict[str, Any]] | None = None) -> None:
+        self.schema = reader
+        self.fingerprint = schema_fingerprint(reader)
+        self._header = _HEADER.pack(MAGIC, self.fingerprint)
+        self._writers = {schema_fingerprint(w): w for w in (writers or [])}
+        self._writers[self.fingerprint] = reader
+
+    @classmethod
+    def for_record(cls, stem: str) -> AvroCodec:
+        """The codec of every `<stem>.v<N>.avsc`: reads them all, writes the highest N."""
+        paths = sorted(AVRO_DIR.glob(f"{stem}.v*.avsc"), key=_version_of)
+        if not paths:
+            raise FileNotFoundError(f"no schema {stem}.v*.avsc in {AVRO_DIR}")
+        schemas = [_load_schema_path(p) for p in paths]
+        return cls(schemas[-1], schemas[:-1])
+
+    def encode(self, record: dict[str, Any]) -> bytes:
+        buffer = io.BytesIO()
+        buffer.write(self._header)
+        try:
+            fastavro.schemaless_writer(buffer, self.schema, record)
+        except UnicodeEncodeError as exc:
+            raise SerializationError(f"text that cannot be encoded as UTF-8: {exc.reason}") from exc
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise SerializationError(f"record does not fit {self.schema['name']}: {exc}") from exc
+        return buffer.getvalue()
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        if len(data) < _HEADER.size or data[:2] != MAGIC:
+            raise SerializationError("not an Avro single-object encoded record (bad magic)")
+        _, writer_fingerprint = _HEADER.unpack_from(data)
+        writer = self._writers.get(writer_fingerprint)
+        if writer is None:
+            raise UnknownSchemaError(
+                f"unknown writer schema fingerprint {writer_fingerprint:#018x} for {self.schema['name']}"
+            )
+        try:
+            record = fastavro.schemaless_reader(io.BytesIO(data[_HEADER.size :]), writer, self.schema)
+        except Exception as exc:  # fastavro raises many types for corrupt input
+            raise SerializationError(f"cannot decode {self.schema['name']}: {exc!r}") from exc
+        return record  # type: ignore[return-value]
+
+
+def _version_of(path: Path) -> int:
+    return int(path.name.split(".v")[-1].removesuffix(".avsc"))
+
+
+@cache
+def posting_updates() -> AvroCodec:
+    return AvroCodec.for_record("posting_update")
+
+
+@cache
+def commands() -> AvroCodec:
+    return AvroCodec.for_record("command")
+
+
+@cache
+def replies() -> AvroCodec:
+    return AvroCodec.for_record("reply")
+
+
+@cache
+def delivery_states() -> AvroCodec:
+    return AvroCodec.for_record("delivery_state")

@@ -1,0 +1,61 @@
+"""Kafka connection settings shared by every deployable, as one typed object.
+
+Every producer uses `partitioner=murmur2_random` (Java's partitioner, so commands and
+postings co-partition the same way Java tools and Kafka Connect would), `acks=all` and
+idempotence; every reader of a transactional topic uses `read_committed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class KafkaSettings(BaseSettings):
+    """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`)."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBPOST_KAFKA_")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    topic_prefix: str = Field(default="jobpost", description="topics are <prefix>.postings etc.")
+    partitions: int = Field(default=6, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+    min_insync_replicas: int = Field(default=1, ge=1)
+
+    def client_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            config["sasl.mechanism"] = self.sasl_mechanism
+            config["sasl.username"] = self.sasl_username or ""
+            config["sasl.password"] = self.sasl_password.get_secret_value() if self.sasl_password else ""
+        return config
+
+    def producer_config(self, **overrides: Any) -> dict[str, Any]:
+        return {
+            **self.client_config(),
+            "partitioner": "murmur2_random",
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            **overrides,
+        }
+
+    def consumer_config(self, group_id: str, **overrides: Any) -> dict[str, Any]:
+        return {
+            **self.client_config(),
+            "group.id": group_id,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            **overrides,
+        }

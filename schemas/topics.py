@@ -1,0 +1,123 @@
+"""The topics of DESIGN.md, their settings, and their idempotent creation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from schemas.kafka import KafkaSettings
+
+DAY_MS = 24 * 3600 * 1000
+DESTINATIONS = ("linkedin", "indeed", "search-indexer")
+
+
+class TopicMismatchError(RuntimeError):
+    """An existing topic has settings that would break ordering or retention guarantees."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cleanup_policy(self) -> str:
+        return self.config.get("cleanup.policy", "delete")
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Names of every topic, derived from one prefix so tests can isolate themselves."""
+
+    prefix: str = "jobpost"
+
+    @property
+    def postings(self) -> str:
+        return f"{self.prefix}.postings"
+
+    @property
+    def commands(self) -> str:
+        return f"{self.prefix}.commands"
+
+    @property
+    def replies(self) -> str:
+        return f"{self.prefix}.replies"
+
+    @property
+    def deliveries(self) -> str:
+        return f"{self.prefix}.deliveries"
+
+    def dlq(self, destination: str) -> str:
+        return f"{self.prefix}.{destination}.dlq"
+
+    def specs(self, settings: KafkaSettings) -> list[TopicSpec]:
+        n = settings.partitions
+        isr = {"min.insync.replicas": str(settings.min_insync_replicas)}
+        compacted = {
+            **isr,
+            "cleanup.policy": "compact",
+            "min.compaction.lag.ms": str(7 * DAY_MS),
+            "delete.retention.ms": str(7 * DAY_MS),
+        }
+        return [
+            TopicSpec(self.postings, n, compacted),
+            TopicSpec(self.commands, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
+            TopicSpec(self.replies, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(3600 * 1000)}),
+            TopicSpec(self.deliveries, n, compacted),
+            *(
+                TopicSpec(
+                    self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
+                )
+                for d in DESTINATIONS
+            ),
+        ]
+
+
+def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout: float = 30.0) -> list[str]:
+    """Create missing topics; check existing ones. Returns the names created.
+
+    Raises TopicMismatchError when an existing topic has another partition count (which
+    would break co-partitioning of commands and postings) or another cleanup policy.
+    """
+    topics = topics or Topics(settings.topic_prefix)
+    admin = AdminClient(settings.client_config())
+    specs = topics.specs(settings)
+    existing = admin.list_topics(timeout=timeout).topics
+    missing = [s for s in specs if s.name not in existing]
+    _check_existing(admin, [s for s in specs if s.name in existing], existing)
+    if missing:
+        futures = admin.create_topics(
+            [NewTopic(s.name, s.partitions, settings.replication_factor, config=s.config) for s in missing],
+            operation_timeout=timeout,
+        )
+        for name, future in futures.items():
+            try:
+                future.result(timeout)
+            except KafkaException as exc:
+                if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
+                    raise
+                # Created by a concurrent caller meanwhile: it must still be right.
+                again = admin.list_topics(topic=name, timeout=timeout).topics
+                _check_existing(admin, [s for s in missing if s.name == name], again)
+    return [s.name for s in missing]
+
+
+def _check_existing(admin: AdminClient, specs: list[TopicSpec], existing: dict) -> None:  # type: ignore[type-arg]
+    problems = []
+    for spec in specs:
+        partitions = len(existing[spec.name].partitions)
+        if partitions != spec.partitions:
+            problems.append(f"{spec.name} has {partitions} partitions, expected {spec.partitions}")
+    if specs:
+        by_name = {s.name: s for s in specs}
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs]
+        for resource, future in admin.describe_configs(resources).items():
+            spec = by_name[resource.name]
+            policy = future.result()["cleanup.policy"].value
+            if policy != spec.cleanup_policy:
+                problems.append(f"{spec.name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
+    if problems:
+        raise TopicMismatchError("; ".join(problems))

@@ -1,0 +1,43 @@
+"""Session-wide real servers, and per-test isolation: own topic prefix, groups and index."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from schemas.kafka import KafkaSettings
+from schemas.topics import Topics, ensure_topics
+from tests import servers
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    with servers.kafka_bootstrap() as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def elasticsearch_url() -> Iterator[str]:
+    with servers.elasticsearch_url() as url:
+        yield url
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short name no other test uses, for topic prefixes, groups and indices."""
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def kafka(kafka_bootstrap: str, unique: str) -> KafkaSettings:
+    """Kafka settings whose topics (all of DESIGN.md's, 3 partitions each) belong to this test."""
+    settings = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=unique, partitions=3)
+    ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture
+def topics(kafka: KafkaSettings) -> Topics:
+    return Topics(kafka.topic_prefix)

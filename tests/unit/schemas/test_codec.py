@@ -1,0 +1,97 @@
+import copy
+
+import pytest
+
+from schemas import codec
+from schemas.codec import AvroCodec, SerializationError, UnknownSchemaError, load_schema
+
+
+def update(**posting: str) -> dict:
+    return {
+        "posting_id": "p-1",
+        "version": 3,
+        "op": "UPDATED",
+        "idempotency_key": "p-1:3",
+        "request_id": "req-9",
+        "posting": {"title": "Engineer", "description": "Builds things", "notes": "", **posting},
+        "last_update_time_millis": 1_700_000_000_123,
+        "accepted_at": 1_700_000_000_100,
+    }
+
+
+def test_round_trip_keeps_every_field():
+    c = codec.posting_updates()
+    record = update(title="Ingénieur — 東京", notes="remote ok")
+    assert c.decode(c.encode(record)) == record
+
+
+def test_header_is_magic_plus_little_endian_fingerprint():
+    c = codec.posting_updates()
+    data = c.encode(update())
+    assert data[:2] == b"\xc3\x01"
+    assert int.from_bytes(data[2:10], "little", signed=True) == c.fingerprint
+
+
+def test_fingerprint_matches_the_avro_specification():
+    # Avro's own test vector: parsingFingerprint64 of "null" (share/test/data/schema-tests.txt).
+    assert codec.schema_fingerprint("null") == 7195948357588979594
+
+
+def test_every_record_type_has_its_own_fingerprint():
+    fingerprints = {
+        f().fingerprint for f in (codec.posting_updates, codec.commands, codec.replies, codec.delivery_states)
+    }
+    assert len(fingerprints) == 4
+
+
+def test_unknown_fingerprint_is_a_clear_error():
+    data = codec.commands().encode(
+        {"request_id": "r", "posting_id": "p", "action": "DELETE", "received_at": 1}
+    )
+    with pytest.raises(UnknownSchemaError, match="unknown writer schema"):
+        codec.posting_updates().decode(data)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x01garbage", b"\xc3\x01\x00"])
+def test_bytes_that_are_not_a_record_raise_serialization_error(data):
+    with pytest.raises(SerializationError):
+        codec.posting_updates().decode(data)
+
+
+def test_truncated_body_raises_serialization_error():
+    data = codec.posting_updates().encode(update())
+    with pytest.raises(SerializationError, match="cannot decode"):
+        codec.posting_updates().decode(data[:-6])
+
+
+def test_lone_surrogate_is_refused_not_crashed():
+    with pytest.raises(SerializationError, match="cannot be encoded"):
+        codec.posting_updates().encode(update(title="bad \ud800 text"))
+
+
+def test_missing_field_is_refused():
+    record = update()
+    del record["version"]
+    with pytest.raises(SerializationError):
+        codec.posting_updates().encode(record)
+
+
+def test_old_writer_is_read_by_newer_reader():
+    new = load_schema("posting_update.v1.avsc")
+    old = copy.deepcopy(new)
+    snapshot = old["fields"][5]["type"]
+    snapshot["fields"] = [f for f in snapshot["fields"] if f["name"] != "notes"]
+    old_record = update()
+    del old_record["posting"]["notes"]
+
+    written_by_old = AvroCodec(old).encode(old_record)
+    read = AvroCodec(new, writers=[old]).decode(written_by_old)
+
+    assert read["posting"] == {"title": "Engineer", "description": "Builds things", "notes": ""}
+    with pytest.raises(UnknownSchemaError):
+        AvroCodec(new).decode(written_by_old)  # a reader that never knew the old schema
+
+
+def test_for_record_reads_every_release_and_writes_the_newest():
+    c = AvroCodec.for_record("posting_update")
+    assert c.schema["name"] == "dev.jobpost.PostingUpdate"
