@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from jobpost import stack
@@ -55,7 +56,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
     p.set_defaults(func=_topics)
+
+    for name, help_text in (
+        ("run", "start the local servers and every component; Ctrl-C stops them all"),
+        ("api", "the HTTP API (with a sequencer member unless JOBPOST_API_EMBEDDED_SEQUENCER=false)"),
+        ("sequencer", "a sequencer member alone"),
+    ):
+        commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
     return parser
+
+
+def _component(name: str):  # type: ignore[no-untyped-def]
+    def run(_args: argparse.Namespace) -> int:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        if name == "run":
+            from jobpost.supervisor import run as supervise
+
+            return supervise()
+        if name == "api":
+            from producer_api.main import run_api
+
+            run_api()
+        elif name == "sequencer":
+            from producer_api.main import run_sequencer
+
+            run_sequencer()
+        return 0
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:

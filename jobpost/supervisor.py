@@ -1,0 +1,149 @@
+"""`jobpost run`: the local servers plus every component, each a supervised child process.
+
+A component that exits is restarted with backoff (1 s doubling to 30 s, reset after a
+minute of healthy running). SIGINT or SIGTERM stops the components in reverse order, then
+the servers this run started, leaving no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobpost import stack
+from schemas.kafka import KafkaSettings
+from schemas.topics import ensure_topics
+
+
+@dataclass
+class Component:
+    name: str
+    argv: list[str]
+    address: str = ""
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    backoff: float = 1.0
+    restart_at: float | None = None
+    restarts: int = field(default=0)
+
+
+class Supervisor:
+    def __init__(self, components: list[Component], log_dir: Path, env: dict[str, str]) -> None:
+        self.components = components
+        self.log_dir = log_dir
+        self.env = env
+        self.stopping = False
+
+    def start(self, component: Component) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with (self.log_dir / f"{component.name}.log").open("ab") as log:
+            component.process = subprocess.Popen(
+                component.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
+        component.started_at = time.monotonic()
+        component.restart_at = None
+
+    def watch_once(self) -> None:
+        now = time.monotonic()
+        for c in self.components:
+            if c.process is None or self.stopping:
+                continue
+            if c.process.poll() is None:
+                if now - c.started_at > 60:
+                    c.backoff = 1.0
+                continue
+            if c.restart_at is None:
+                c.restart_at = now + c.backoff
+                print(
+                    f"{c.name} exited with {c.process.returncode}; restarting in {c.backoff:.0f} s",
+                    flush=True,
+                )
+                c.backoff = min(c.backoff * 2, 30.0)
+            elif now >= c.restart_at:
+                c.restarts += 1
+                self.start(c)
+
+    def stop_all(self, timeout: float = 20.0) -> None:
+        self.stopping = True
+        for c in reversed(self.components):
+            if c.process and c.process.poll() is None:
+                c.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for c in reversed(self.components):
+            if c.process is None:
+                continue
+            try:
+                c.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(c.process.pid, signal.SIGKILL)
+                c.process.wait()
+
+
+def components(api_port: int) -> list[Component]:
+    jobpost = [sys.executable, "-m", "jobpost.cli"]
+    return [
+        Component("api", [*jobpost, "api"], f"http://127.0.0.1:{api_port} (docs at /docs)"),
+    ]
+
+
+def run() -> int:
+    stack_settings = stack.StackSettings()
+    servers = stack.servers(stack_settings)
+    started: list[stack.Server] = []
+    supervisor: Supervisor | None = None
+
+    def _stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        for server in servers:
+            print(f"starting {server.name} ...", flush=True)
+            if server.start():
+                started.append(server)
+        kafka = KafkaSettings()
+        ensure_topics(kafka)
+        token = os.environ.get("JOBPOST_API_TOKENS") or secrets.token_urlsafe(24)
+        env = {**os.environ, "JOBPOST_API_TOKENS": token}
+        api_port = int(os.environ.get("JOBPOST_API_PORT", "8000"))
+        supervisor = Supervisor(components(api_port), stack_settings.dir / "logs", env)
+        for component in supervisor.components:
+            supervisor.start(component)
+        _announce(stack_settings, supervisor, token)
+        while True:
+            supervisor.watch_once()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping ...", flush=True)
+    finally:
+        if supervisor:
+            supervisor.stop_all()
+        for server in reversed(started):
+            server.stop()
+        print("stopped everything this run started", flush=True)
+    return 0
+
+
+def _announce(settings: stack.StackSettings, supervisor: Supervisor, token: str) -> None:
+    lines = [
+        "jobpost is running:",
+        f"  Kafka          {settings.kafka_bootstrap}",
+        f"  Elasticsearch  {settings.elasticsearch_url}",
+        *(f"  {c.name:<14} {c.address}" for c in supervisor.components if c.address),
+        f"  logs           {settings.dir / 'logs'}",
+        f"  API token      {token}",
+        "  e.g. curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8000/postings?q=engineer",
+        "Ctrl-C stops everything.",
+    ]
+    print("\n".join(lines), flush=True)

@@ -1,0 +1,150 @@
+"""The FastAPI application: built from settings, its Kafka clients started in the lifespan."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from producer_api.api import problems
+from producer_api.api.problems import Problem
+from producer_api.api.routes import health, postings
+from producer_api.commands import CommandClient
+from producer_api.config import ApiSettings, SequencerSettings
+from producer_api.readiness import Readiness
+from producer_api.sequencer import Sequencer
+from producer_api.service import PostingError, PostingService, Unavailable
+
+log = logging.getLogger(__name__)
+
+REQUEST_SECONDS = Histogram(
+    "jobpost_api_request_seconds",
+    "HTTP request latency by route, method and status",
+    ["method", "route", "status"],
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
+)
+_STATUS_OF = {"NOT_FOUND": 404, "GONE": 410, "VERSION_MISMATCH": 412, "ALREADY_EXISTS": 409}
+_TITLE_OF = {404: "Not found", 410: "Gone", 412: "Precondition failed", 409: "Conflict"}
+
+
+def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from producer_api.view import PostingsView
+
+        commands = CommandClient(settings.kafka)
+        view = PostingsView(settings.kafka)
+        commands.start()
+        view.start()
+        sequencer = None
+        if settings.embedded_sequencer:
+            sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
+            threading.Thread(target=sequencer.run, name="sequencer", daemon=True).start()
+        app.state.settings = settings
+        app.state.tokens = settings.token_set()
+        app.state.service = PostingService(commands, view, settings.write_timeout_s)
+        app.state.readiness = Readiness(settings, commands, view)
+        try:
+            yield
+        finally:
+            if sequencer:
+                sequencer.stop()
+            view.close()
+            commands.close()
+
+    app = FastAPI(
+        title="jobpost",
+        version="0.1.0",
+        description="Job postings, versioned by one writer per posting and delivered in order "
+        "to LinkedIn, Indeed and search.",
+        lifespan=lifespan,
+    )
+    problems.install(app)
+
+    @app.exception_handler(PostingError)
+    async def _refused(_request: Request, exc: PostingError) -> Response:
+        status = _STATUS_OF[exc.kind]
+        headers = {"ETag": f'"{exc.version}"'} if exc.version is not None and exc.version >= 0 else {}
+        return Problem(status, _TITLE_OF[status], exc.detail, headers=headers).response()
+
+    @app.exception_handler(Unavailable)
+    async def _unavailable(_request: Request, exc: Unavailable) -> Response:
+        return Problem(
+            503,
+            "Service unavailable",
+            f"{exc}; retry with the same Idempotency-Key",
+            headers={"Retry-After": "1"},
+        ).response()
+
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestTimer)
+    app.include_router(health.router)
+    app.include_router(postings.router)
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+class RequestTimer:
+    """Observes every HTTP request's latency by route template (pure ASGI: no body copying)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = "500"
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = str(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            REQUEST_SECONDS.labels(scope["method"], route, status).observe(time.perf_counter() - started)
+
+
+class BodyLimit:
+    """413 for a body over the limit, whether Content-Length says so or the stream does."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = Problem(413, "Payload too large", f"the body is over {self.max_bytes} bytes")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await too_large.response()(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise too_large  # FastAPI re-raises it from body parsing; its handler answers
+            return message
+
+        await self.app(scope, limited, send)

@@ -1,0 +1,68 @@
+"""Request dependencies: the service, the settings, bearer-token auth, conditional headers."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from producer_api.api.problems import Problem
+from producer_api.config import ApiSettings
+from producer_api.service import PostingService
+
+_bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
+_ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+
+
+def get_settings(request: Request) -> ApiSettings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_service(request: Request) -> PostingService:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+def authenticate(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    tokens: list[str] = request.app.state.tokens
+    offered = credentials.credentials.encode() if credentials else b""
+    if not credentials or not any(secrets.compare_digest(offered, t.encode()) for t in tokens):
+        raise Problem(
+            401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+def expected_version(
+    if_match: Annotated[
+        str | None, Header(description='the version the change applies to, as "<version>"')
+    ] = None,
+) -> int | None:
+    if if_match is None or if_match.strip() == "*":
+        return None
+    match = _ETAG.match(if_match)
+    if match is None:
+        raise Problem(412, "Precondition failed", f"If-Match {if_match!r} names no version of this posting")
+    return int(match.group(1))
+
+
+def idempotency_key(
+    key: Annotated[
+        str | None,
+        Header(alias="Idempotency-Key", description="repeat it on a retry to get the original result"),
+    ] = None,
+) -> str | None:
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        raise Problem(422, "Invalid request", "Idempotency-Key must be 1-200 visible ASCII characters")
+    return key
+
+
+Service = Annotated[PostingService, Depends(get_service)]
+Settings = Annotated[ApiSettings, Depends(get_settings)]
+ExpectedVersion = Annotated[int | None, Depends(expected_version)]
+IdempotencyKey = Annotated[str | None, Depends(idempotency_key)]

@@ -1,0 +1,73 @@
+"""The HTTP shapes of a posting: what a client sends, and what it gets back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text contains characters that cannot be encoded (e.g. a lone surrogate)") from exc
+    return text
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must contain a non-blank character")
+    return text
+
+
+Title = Annotated[
+    str, Field(min_length=1, max_length=200), AfterValidator(_encodable), AfterValidator(_not_blank)
+]
+Description = Annotated[str, Field(max_length=25_000), AfterValidator(_encodable)]
+Notes = Annotated[str, Field(max_length=2_000), AfterValidator(_encodable)]
+
+
+class PostingIn(BaseModel):
+    """A whole posting as a client writes it (create and replace)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "title": "Senior Data Engineer",
+                    "description": "Build streaming pipelines.",
+                    "notes": "remote",
+                }
+            ]
+        },
+    )
+
+    title: Title
+    description: Description
+    notes: Notes = ""
+
+
+class PostingOut(BaseModel):
+    id: str
+    version: int
+    title: str
+    description: str
+    notes: str
+    status: Literal["active", "deleted"]
+    last_update_time_millis: int | None
+
+
+class DeletedOut(BaseModel):
+    id: str
+    version: int
+    status: Literal["deleted"] = "deleted"
+
+
+class ProblemOut(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, object]] | None = None

@@ -1,0 +1,75 @@
+"""Every HTTP error leaves as application/problem+json (RFC 9457), through these handlers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+MEDIA_TYPE = "application/problem+json"
+
+
+class Problem(StarletteHTTPException):
+    """An error answer: status, a short title, a detail for this occurrence. An HTTPException,
+    so FastAPI passes it through untouched even from inside body parsing."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(status, detail, headers)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.headers = headers or {}
+        self.errors = errors
+
+    def response(self) -> JSONResponse:
+        body: dict[str, Any] = {
+            "type": f"https://jobpost.dev/problems/{self.title.lower().replace(' ', '-')}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        if self.errors is not None:
+            body["errors"] = self.errors
+        return JSONResponse(body, status_code=self.status, headers=self.headers, media_type=MEDIA_TYPE)
+
+
+def validation_problem(errors: list[dict[str, Any]]) -> Problem:
+    return Problem(422, "Invalid request", "the request does not match the API's schema", errors=errors)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(Problem)
+    async def _problem(_request: Request, exc: Problem) -> JSONResponse:
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        return validation_problem(errors).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
+        title = titles.get(exc.status_code, "Error")
+        return Problem(exc.status_code, title, str(exc.detail), headers=dict(exc.headers or {})).response()
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return Problem(500, "Internal error", "the server failed; the error is logged").response()

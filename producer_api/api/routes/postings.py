@@ -1,0 +1,120 @@
+"""/postings: create, read, replace, delete. Entry points only translate HTTP to the service."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Response, status
+
+from producer_api.api.deps import ExpectedVersion, IdempotencyKey, Service, Settings, authenticate
+from producer_api.api.models import DeletedOut, PostingIn, PostingOut, ProblemOut
+from producer_api.api.problems import validation_problem
+from producer_api.config import ApiSettings
+from producer_api.view import PostingView
+
+router = APIRouter(
+    prefix="/postings",
+    tags=["postings"],
+    dependencies=[Depends(authenticate)],
+    responses={
+        401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
+        422: {"model": ProblemOut, "description": "invalid request"},
+    },
+)
+PostingId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")]
+_REFUSED = {
+    404: {"model": ProblemOut, "description": "no posting has this id"},
+    410: {"model": ProblemOut, "description": "the posting was deleted"},
+}
+_UNAVAILABLE = {503: {"model": ProblemOut, "description": "not sequenced in time; retry with the same key"}}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=PostingOut,
+    responses={409: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def create_posting(
+    body: PostingIn, response: Response, service: Service, settings: Settings, key: IdempotencyKey
+) -> PostingOut:
+    _check_limits(body, settings)
+    view = await service.create(body.model_dump(), key)
+    response.headers["Location"] = f"/postings/{view.id}"
+    return _present(view, response)
+
+
+@router.get("/{posting_id}", response_model=PostingOut, responses={**_REFUSED, **_UNAVAILABLE})
+async def read_posting(
+    posting_id: PostingId,
+    response: Response,
+    service: Service,
+    settings: Settings,
+    consistency: Annotated[
+        Literal["eventual", "strong"],
+        Query(description="strong: see every write committed before this request"),
+    ] = "eventual",
+) -> PostingOut:
+    view = await service.get(posting_id, consistency == "strong", settings.strong_read_timeout_s)
+    return _present(view, response)
+
+
+@router.put(
+    "/{posting_id}",
+    response_model=PostingOut,
+    responses={**_REFUSED, 412: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def replace_posting(
+    posting_id: PostingId,
+    body: PostingIn,
+    response: Response,
+    service: Service,
+    settings: Settings,
+    expected: ExpectedVersion,
+    key: IdempotencyKey,
+) -> PostingOut:
+    _check_limits(body, settings)
+    view = await service.replace(posting_id, body.model_dump(), key, expected)
+    return _present(view, response)
+
+
+@router.delete(
+    "/{posting_id}",
+    response_model=DeletedOut,
+    responses={**_REFUSED, 412: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def delete_posting(
+    posting_id: PostingId, service: Service, expected: ExpectedVersion, key: IdempotencyKey
+) -> DeletedOut:
+    view = await service.delete(posting_id, key, expected)
+    return DeletedOut(id=view.id, version=view.version)
+
+
+def _present(view: PostingView, response: Response) -> PostingOut:
+    response.headers["ETag"] = f'"{view.version}"'
+    posting = view.posting or {"title": "", "description": "", "notes": ""}
+    return PostingOut(
+        id=view.id,
+        version=view.version,
+        title=posting["title"],
+        description=posting["description"],
+        notes=posting.get("notes", ""),
+        status="deleted" if view.deleted else "active",
+        last_update_time_millis=view.last_update_time_millis,
+    )
+
+
+def _check_limits(body: PostingIn, settings: ApiSettings) -> None:
+    """Settings may lower the contract's limits; the model enforces the contract's own."""
+    limits = {
+        "title": settings.title_max_chars,
+        "description": settings.description_max_chars,
+        "notes": settings.notes_max_chars,
+    }
+    errors = [
+        {"loc": ["body", field], "msg": f"at most {limit} characters", "type": "string_too_long"}
+        for field, limit in limits.items()
+        if len(getattr(body, field)) > limit
+    ]
+    if errors:
+        raise validation_problem(errors)

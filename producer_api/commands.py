@@ -1,0 +1,126 @@
+"""The API's side of the sequencer: send a command, wait for its reply.
+
+Commands are produced keyed by posting id (so they land on the posting's partition).
+Replies are read by one thread from every partition of `jobpost.replies`, starting at
+the end as it was at start-up, and handed to the waiting request by request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from schemas import codec
+from schemas.kafka import KafkaSettings
+from schemas.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+class SequencingTimeout(Exception):
+    """No reply came within the deadline; the command may still be applied later."""
+
+
+class CommandClient:
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self.kafka = kafka
+        self.topics = Topics(kafka.topic_prefix)
+        self._producer = Producer(kafka.producer_config(**{"linger.ms": 1}))
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.ready = threading.Event()
+
+    def start(self) -> None:
+        for target, name in ((self._read_replies, "replies"), (self._serve_producer, "command-producer")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(10)
+        self._producer.flush(5)
+
+    async def send(self, command: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Produce the command and wait for the sequencer's reply."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        request_id = command["request_id"]
+        self._waiting[request_id] = (loop, future)
+
+        def delivered(error: KafkaError | None, _message: Any) -> None:
+            if error is not None:
+                loop.call_soon_threadsafe(_fail, future, SequencingTimeout(f"command not written: {error}"))
+
+        try:
+            self._producer.produce(
+                self.topics.commands,
+                key=command["posting_id"],
+                value=codec.commands().encode(command),
+                on_delivery=delivered,
+            )
+            return await asyncio.wait_for(future, timeout_s)
+        except (TimeoutError, BufferError) as exc:
+            raise SequencingTimeout(str(exc) or "no reply in time") from exc
+        finally:
+            self._waiting.pop(request_id, None)
+
+    def _serve_producer(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
+
+    def _read_replies(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._read_replies_once()
+            except Exception:  # keep the API alive; requests waiting meanwhile get 503
+                log.exception("reply reader failed; restarting it")
+                self._stop.wait(1.0)
+
+    def _read_replies_once(self) -> None:
+        consumer = Consumer(self.kafka.consumer_config(f"replies-{uuid.uuid4().hex}"))
+        try:
+            consumer.assign(_ends(consumer, self.topics.replies))
+            self.ready.set()
+            while not self._stop.is_set():
+                for message in consumer.consume(num_messages=500, timeout=0.1):
+                    if message.error() is None:
+                        self._dispatch(message.value())
+        finally:
+            self.ready.clear()
+            consumer.close()
+
+    def _dispatch(self, value: bytes) -> None:
+        reply = codec.replies().decode(value)
+        waiting = self._waiting.get(reply["request_id"])
+        if waiting is not None:
+            loop, future = waiting
+            loop.call_soon_threadsafe(_resolve, future, reply)
+
+
+def _resolve(future: asyncio.Future[dict[str, Any]], reply: dict[str, Any]) -> None:
+    if not future.done():
+        future.set_result(reply)
+
+
+def _fail(future: asyncio.Future[dict[str, Any]], exc: Exception) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _ends(consumer: Consumer, topic: str) -> list[TopicPartition]:
+    """Every partition of the topic at its current end, resolved now (not lazily), so no
+    reply written after this call can be skipped."""
+    metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+    ends = []
+    for number in metadata.partitions:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=30, cached=False)
+        ends.append(TopicPartition(topic, number, high))
+    return ends

@@ -1,0 +1,36 @@
+"""Entry points: `jobpost api` (HTTP API, with a sequencer member unless disabled) and
+`jobpost sequencer` (a sequencer member alone)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+import uvicorn
+
+from producer_api.api.app import create_app
+from producer_api.config import ApiSettings, SequencerSettings
+from producer_api.sequencer import Sequencer
+
+
+def run_api() -> None:
+    settings = ApiSettings()
+    app = create_app(
+        settings, SequencerSettings(kafka=settings.kafka) if settings.embedded_sequencer else None
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+
+
+def run_sequencer() -> None:
+    sequencer = Sequencer(SequencerSettings())
+    stop = threading.Event()
+
+    def _stop(_signum: int, _frame: object) -> None:
+        sequencer.stop()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    logging.getLogger(__name__).info("sequencer starting")
+    sequencer.run()

@@ -1,0 +1,96 @@
+"""The service layer: turns validated requests into commands and replies into postings."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from producer_api.commands import CommandClient, SequencingTimeout
+from producer_api.view import PostingsView, PostingView
+
+# Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
+# same posting (and the sequencer recognises the request) instead of making a second one.
+_ID_NAMESPACE = uuid.UUID("4f1d2c8e-9b0a-4e57-a3c1-6a2b7f0e9d11")
+
+
+class PostingError(Exception):
+    """A request the postings refuse; `kind` names why."""
+
+    def __init__(self, kind: str, detail: str, version: int | None = None) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.version = version
+
+
+class Unavailable(Exception):
+    """The write could not be sequenced (or the read caught up) in time: retry later."""
+
+
+_REFUSALS = {
+    "NOT_FOUND": "no posting has this id",
+    "GONE": "the posting was deleted",
+    "VERSION_MISMATCH": "the posting is at another version than If-Match names",
+    "ALREADY_EXISTS": "a posting with this id exists already",
+}
+
+
+class PostingService:
+    def __init__(self, commands: CommandClient, view: PostingsView, write_timeout_s: float) -> None:
+        self.commands = commands
+        self.view = view
+        self.write_timeout_s = write_timeout_s
+
+    async def create(self, posting: dict[str, str], request_id: str | None) -> PostingView:
+        posting_id = str(uuid.uuid5(_ID_NAMESPACE, request_id)) if request_id else str(uuid.uuid4())
+        return await self._write("CREATE", posting_id, request_id, posting, None)
+
+    async def replace(
+        self, posting_id: str, posting: dict[str, str], request_id: str | None, expected: int | None
+    ) -> PostingView:
+        return await self._write("REPLACE", posting_id, request_id, posting, expected)
+
+    async def delete(self, posting_id: str, request_id: str | None, expected: int | None) -> PostingView:
+        return await self._write("DELETE", posting_id, request_id, None, expected)
+
+    async def get(self, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
+        if strong:
+            try:
+                await self.view.wait_for_end(posting_id, timeout_s)
+            except Exception as exc:
+                raise Unavailable(f"the read view did not catch up: {exc}") from exc
+        view = self.view.get(posting_id)
+        if view is None:
+            raise PostingError("NOT_FOUND", _REFUSALS["NOT_FOUND"])
+        if view.deleted:
+            raise PostingError("GONE", _REFUSALS["GONE"], view.version)
+        return view
+
+    async def _write(
+        self,
+        action: str,
+        posting_id: str,
+        request_id: str | None,
+        posting: dict[str, str] | None,
+        expected: int | None,
+    ) -> PostingView:
+        command: dict[str, Any] = {
+            "request_id": request_id or uuid.uuid4().hex,
+            "posting_id": posting_id,
+            "action": action,
+            "expected_version": expected,
+            "posting": posting,
+            "received_at": time.time_ns() // 1_000_000,
+        }
+        try:
+            reply = await self.commands.send(command, self.write_timeout_s)
+        except SequencingTimeout as exc:
+            raise Unavailable(str(exc)) from exc
+        if reply["outcome"] != "ACCEPTED":
+            raise PostingError(reply["outcome"], _REFUSALS[reply["outcome"]], reply["version"])
+        view = PostingView(
+            posting_id, reply["version"], reply["deleted"], reply["posting"], reply["last_update_time_millis"]
+        )
+        self.view.observe(view)
+        return view

@@ -1,0 +1,151 @@
+"""The read side: each API replica's in-memory view of `jobpost.postings`.
+
+One thread reads every partition from the beginning (read_committed) and keeps the newest
+version of each posting; a tombstone means "deleted", never "unknown". A strong read waits
+until the view has passed the partition's end offset taken at request time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from schemas import codec
+from schemas.kafka import KafkaSettings
+from schemas.partitioning import partition_for
+from schemas.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PostingView:
+    id: str
+    version: int
+    deleted: bool
+    posting: dict[str, str] | None
+    last_update_time_millis: int | None
+
+
+class StrongReadTimeout(Exception):
+    """The view did not reach the partition's end in time."""
+
+
+class PostingsView:
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self.kafka = kafka
+        self.topic = Topics(kafka.topic_prefix).postings
+        self._postings: dict[str, PostingView] = {}
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="postings-view", daemon=True)
+        self._probe: Consumer | None = None
+        self._partition_count = kafka.partitions
+
+    def start(self) -> None:
+        # End offsets come from a consumer of their own: asking the one that is consuming
+        # can block behind its fetch.
+        self._probe = Consumer(self.kafka.consumer_config(f"view-probe-{uuid.uuid4().hex}"))
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        if self._probe is not None:
+            self._probe.close()
+
+    def get(self, posting_id: str) -> PostingView | None:
+        return self._postings.get(posting_id)
+
+    def observe(self, view: PostingView) -> None:
+        """Take a version this replica learnt from a reply (read-your-writes), if newer."""
+        with self._lock:
+            current = self._postings.get(view.id)
+            if current is None or current.version < view.version:
+                self._postings[view.id] = view
+
+    async def wait_for_end(self, posting_id: str, timeout_s: float) -> None:
+        """Return once every record committed on the posting's partition before this call
+        is in the view."""
+        deadline = time.monotonic() + timeout_s
+        partition = partition_for(posting_id, self._partition_count)
+        target = await asyncio.to_thread(self._end_offset, partition)
+        while self._positions.get(partition, -1) < target:
+            if time.monotonic() > deadline:
+                raise StrongReadTimeout(f"view of partition {partition} is behind")
+            await asyncio.sleep(0.005)
+
+    def _end_offset(self, partition: int) -> int:
+        assert self._probe is not None
+        tp = TopicPartition(self.topic, partition)
+        _, high = self._probe.get_watermark_offsets(tp, timeout=5, cached=False)
+        return int(high)
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._follow_once()
+            except Exception:  # keep serving what we have; re-read from the start
+                log.exception("postings view failed; restarting it")
+                self._stop.wait(1.0)
+
+    def _follow_once(self) -> None:
+        consumer = Consumer(
+            self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **{"enable.partition.eof": True})
+        )
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+            self._partition_count = len(metadata.partitions)
+            assignment = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
+            consumer.assign(assignment)
+            at_end: set[int] = set()
+            while not self._stop.is_set():
+                for message in consumer.consume(num_messages=1000, timeout=0.1):
+                    self._take(message, at_end)
+                for tp in consumer.position(assignment):
+                    if tp.offset >= 0:
+                        self._positions[tp.partition] = tp.offset
+                if len(at_end) == len(assignment) and not self.ready.is_set():
+                    log.info("postings view caught up: %d postings", len(self._postings))
+                    self.ready.set()
+        finally:
+            self.ready.clear()
+            consumer.close()
+
+    def _take(self, message: Message, at_end: set[int]) -> None:
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                at_end.add(message.partition())
+            elif not error.retriable():
+                log.error("postings view: %s", error)
+            return
+        posting_id = message.key().decode()
+        value = message.value()
+        if value is None:
+            current = self._postings.get(posting_id)
+            version = current.version if current else -1
+            view = PostingView(posting_id, version, True, current.posting if current else None, None)
+            with self._lock:
+                self._postings[posting_id] = view
+            return
+        self.observe(_from_update(codec.posting_updates().decode(value)))
+
+
+def _from_update(update: dict[str, Any]) -> PostingView:
+    return PostingView(
+        update["posting_id"],
+        update["version"],
+        update["op"] == "DELETED",
+        update["posting"],
+        update["last_update_time_millis"],
+    )
