@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from schemas import codec
-from schemas.kafka import KafkaSettings
+from schemas.kafka import KafkaSettings, poll_batch
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class CommandClient:
             consumer.assign(_ends(consumer, self.topics.replies))
             self.ready.set()
             while not self._stop.is_set():
-                for message in consumer.consume(num_messages=500, timeout=0.1):
+                for message in poll_batch(consumer, 500, 0.1):
                     if message.error() is None:
                         self._dispatch(message.value())
         finally:

@@ -22,6 +22,9 @@ class SequencerSettings(BaseSettings):
     command_ttl_s: float = Field(
         default=60.0, description="commands older than this are dropped unapplied (the client had a 503)"
     )
+    session_timeout_ms: int = Field(
+        default=10_000, ge=6_000, description="how soon the group notices a member that died"
+    )
     transaction_timeout_ms: int = Field(
         default=10_000, description="how long a crashed member's open transaction can hold readers back"
     )

@@ -24,6 +24,7 @@ from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
 from schemas import codec
 from schemas.codec import SerializationError
+from schemas.kafka import poll_batch
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -76,7 +77,11 @@ class _Session:
         self.consumer = Consumer(
             kafka.consumer_config(
                 self.settings.group_id,
-                **{"partition.assignment.strategy": "cooperative-sticky"},
+                **{
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "session.timeout.ms": self.settings.session_timeout_ms,
+                    "heartbeat.interval.ms": max(1000, self.settings.session_timeout_ms // 5),
+                },
             )
         )
         self.producer = Producer(
@@ -99,7 +104,7 @@ class _Session:
                 on_lost=self._on_revoke,
             )
             while not self.sequencer._stop.is_set():
-                messages = self.consumer.consume(num_messages=self.settings.max_batch, timeout=0.1)
+                messages = poll_batch(self.consumer, self.settings.max_batch, 0.1)
                 if messages:
                     self._process(messages)
         finally:

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from schemas import codec
-from schemas.kafka import KafkaSettings
+from schemas.kafka import KafkaSettings, poll_batch
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 
@@ -109,7 +109,7 @@ class PostingsView:
             consumer.assign(assignment)
             at_end: set[int] = set()
             while not self._stop.is_set():
-                for message in consumer.consume(num_messages=1000, timeout=0.1):
+                for message in poll_batch(consumer, 1000, 0.1):
                     self._take(message, at_end)
                 for tp in consumer.position(assignment):
                     if tp.offset >= 0:

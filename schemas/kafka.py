@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from confluent_kafka import Consumer, Message
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -59,3 +60,17 @@ class KafkaSettings(BaseSettings):
             "auto.offset.reset": "earliest",
             **overrides,
         }
+
+
+def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Message]:
+    """What is ready now, up to `max_messages`, waiting at most `timeout` for the first.
+
+    `Consumer.consume(n, timeout)` waits until it has n messages or the timeout passes,
+    which would add the whole timeout to every record's latency at low load.
+    """
+    first = consumer.poll(timeout)
+    if first is None:
+        return []
+    return (
+        [first, *consumer.consume(num_messages=max_messages - 1, timeout=0)] if max_messages > 1 else [first]
+    )

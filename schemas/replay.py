@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from schemas.kafka import KafkaSettings
+from schemas.kafka import KafkaSettings, poll_batch
 
 
 def replay(
@@ -50,7 +50,7 @@ def _read_until_eof(
     while len(ends) < len(wanted):
         if time.monotonic() > deadline:
             raise TimeoutError(f"replay did not reach the end of partitions {sorted(wanted - set(ends))}")
-        for message in consumer.consume(num_messages=1000, timeout=0.5):
+        for message in poll_batch(consumer, 1000, 0.5):
             error = message.error()
             if error is None:
                 on_message(message)

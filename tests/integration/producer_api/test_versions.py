@@ -8,6 +8,7 @@ import httpx
 
 from tests.processes import ApiProcess, read_postings, versions_of
 
+WRITES_PER_CLIENT = 60
 POSTING = {"title": "Stream Processing Engineer", "description": "Kafka, Python", "notes": ""}
 
 
@@ -122,7 +123,7 @@ def test_a_crashed_sequencer_member_loses_nothing_and_duplicates_nothing(api, se
 
     async def client(number: int) -> None:
         async with httpx.AsyncClient(timeout=30) as http:
-            for _ in range(25):
+            for _ in range(WRITES_PER_CLIENT):
                 key = f"load-{number}-{next(counter)}"
                 posting_id = postings[number % len(postings)]
                 targets = [api, second_api] if number % 2 else [second_api, api]
@@ -147,13 +148,14 @@ def test_a_crashed_sequencer_member_loses_nothing_and_duplicates_nothing(api, se
 
     async def load_and_crash() -> None:
         load = asyncio.gather(*(client(n) for n in range(8)))
-        await asyncio.sleep(1.5)
+        while len(acknowledged) < 80:  # well into the load, far from its end
+            await asyncio.sleep(0.01)
         api.kill()
         await load
 
     asyncio.run(load_and_crash())
 
-    assert len(acknowledged) == 8 * 25
+    assert len(acknowledged) == 8 * WRITES_PER_CLIENT
     records = [(k, v) for k, _, v in read_postings(kafka, topics.postings) if v is not None]
     for posting_id in postings:
         versions = [v["version"] for k, v in records if k == posting_id]
