@@ -126,6 +126,10 @@ class PostingsView:
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
                 at_end.add(message.partition())
+                # Also the position of a partition that holds no record at all.
+                self._positions[message.partition()] = max(
+                    message.offset(), self._positions.get(message.partition(), 0)
+                )
             elif not error.retriable():
                 log.error("postings view: %s", error)
             return

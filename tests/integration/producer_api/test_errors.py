@@ -34,6 +34,8 @@ def test_refused_requests_answer_problems_and_write_nothing(api, posting, kafka,
     assert_problem(httpx.post(url, json=POSTING), 401)
     assert_problem(httpx.post(url, json=POSTING, headers={"Authorization": "Bearer wrong"}), 401)
     assert_problem(httpx.get(f"{url}/no-such-posting", headers=h), 404)
+    strong = {"consistency": "strong"}
+    assert_problem(httpx.get(f"{url}/no-such-posting", params=strong, headers=h, timeout=15), 404)
     assert_problem(httpx.put(f"{url}/no-such-posting", json=POSTING, headers=h, timeout=15), 404)
     stale = assert_problem(httpx.put(item, json=POSTING, headers={**h, "If-Match": '"7"'}, timeout=15), 412)
     assert "version" in stale["detail"]
