@@ -36,6 +36,11 @@ BATCH_SIZE = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
 )
 COMMANDS = Counter("jobpost_sequencer_commands_total", "Commands sequenced, by outcome", ["outcome"])
+TRANSACTION_SECONDS = Histogram(
+    "jobpost_sequencer_transaction_seconds",
+    "Time from the first command of a batch to its committed transaction",
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2),
+)
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
 
 
@@ -90,6 +95,10 @@ class _Session:
                     "transactional.id": f"{self.settings.group_id}-{self.settings.instance_id}",
                     "transaction.timeout.ms": self.settings.transaction_timeout_ms,
                     "linger.ms": 0,
+                    # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
+                    # until the broker has written the markers; retrying after the default
+                    # 100 ms made every transaction take ~90 ms. Measured: 86 ms -> 8 ms.
+                    "retry.backoff.ms": 5,
                 }
             )
         )
@@ -136,6 +145,7 @@ class _Session:
             self.sequencer.assigned.discard(tp.partition)
 
     def _process(self, messages: list[Message]) -> None:
+        started = time.perf_counter()
         offsets: dict[int, int] = {}
         self.producer.begin_transaction()
         for message in messages:
@@ -151,6 +161,7 @@ class _Session:
             self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(), 30)
         self.producer.commit_transaction(30)
         BATCH_SIZE.observe(len(messages))
+        TRANSACTION_SECONDS.observe(time.perf_counter() - started)
 
     def _sequence(self, message: Message) -> None:
         try:

@@ -18,15 +18,15 @@ _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 
-def get_settings(request: Request) -> ApiSettings:
+async def get_settings(request: Request) -> ApiSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_service(request: Request) -> PostingService:
+async def get_service(request: Request) -> PostingService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def authenticate(
+async def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
@@ -38,7 +38,7 @@ def authenticate(
         )
 
 
-def expected_version(
+async def expected_version(
     if_match: Annotated[
         str | None, Header(description='the version the change applies to, as "<version>"')
     ] = None,
@@ -51,7 +51,7 @@ def expected_version(
     return int(match.group(1))
 
 
-def idempotency_key(
+async def idempotency_key(
     key: Annotated[
         str | None,
         Header(alias="Idempotency-Key", description="repeat it on a retry to get the original result"),

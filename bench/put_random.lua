@@ -1,0 +1,19 @@
+-- wrk script: PUT a replacement to a random posting of the ids listed in IDS_FILE.
+local ids = {}
+local token = os.getenv("BENCH_TOKEN")
+for line in io.lines(os.getenv("IDS_FILE")) do ids[#ids + 1] = line end
+local body = '{"title": "Senior Stream Processing Engineer", "description": "' .. string.rep("Kafka and Python. ", 20) .. '", "notes": ""}'
+request = function()
+  local id = ids[math.random(#ids)]
+  return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
+end
+done = function(summary, latency, requests)
+  io.write(string.format("wrk: %d requests, %d errors (status %d), p50 %.1f ms, p99 %.1f ms\n",
+    summary.requests, summary.errors.status + summary.errors.connect + summary.errors.timeout, summary.errors.status,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
+-- Think time between a connection's requests (BENCH_DELAY_MS), to hold a fixed rate.
+local think = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
+if think > 0 then
+  delay = function() return think end
+end
