@@ -74,11 +74,10 @@ def load(api: ApiProcess, posting_ids: list[str], clients: int, seconds: float, 
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as ids:
         ids.write("\n".join(posting_ids))
         ids.flush()
-        result = subprocess.run(
-            ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", str(Path(__file__).with_name("put_random.lua")),
-             api.url],
-            env={**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN, "BENCH_DELAY_MS": str(think_ms)}, capture_output=True, text=True,
-        )  # fmt: skip
+        script = str(Path(__file__).with_name("put_random.lua"))
+        env = {**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN, "BENCH_DELAY_MS": str(think_ms)}
+        command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", script, api.url]
+        result = subprocess.run(command, env=env, capture_output=True, text=True)
     rate = next((line for line in result.stdout.splitlines() if line.startswith("Requests/sec")), "")
     summary = next((line for line in result.stdout.splitlines() if line.startswith("wrk:")), result.stdout)
     return f"{rate.split()[-1] if rate else '?'} updates/s; {summary} (wrk)"
@@ -122,9 +121,8 @@ def main(seconds: float = 20.0) -> None:
             paced = load(api, postings, 10, seconds, think_ms=40)
             print(f"(a) ~200 updates/s (10 connections, 40 ms think time): {paced}")
         else:
-            print(
-                f"(a) open loop at 200 updates/s: {percentiles(asyncio.run(open_loop(api, postings, 200, seconds)))}"
-            )
+            latencies = asyncio.run(open_loop(api, postings, 200, seconds))
+            print(f"(a) open loop at 200 updates/s: {percentiles(latencies)}")
         print(f"(b) 32 clients, one posting: {load(api, postings[:1], 32, seconds)}")
     finally:
         api.stop()
