@@ -1,0 +1,1 @@
+"""Delivery consumers: one key-ordered runner, one small adapter per job board."""

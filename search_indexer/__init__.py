@@ -1,0 +1,1 @@
+"""The Elasticsearch indexer of jobpost.postings."""
