@@ -61,14 +61,57 @@ def build_parser() -> argparse.ArgumentParser:
         ("run", "start the local servers and every component; Ctrl-C stops them all"),
         ("api", "the HTTP API (with a sequencer member unless JOBPOST_API_EMBEDDED_SEQUENCER=false)"),
         ("sequencer", "a sequencer member alone"),
+        ("indexer", "the search indexer (consumer group jobpost-search-indexer)"),
+        ("reindex", "build a fresh search index from jobpost.postings and switch the alias to it"),
     ):
         commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
+    p = commands.add_parser("consumer", help="a delivery consumer for one job board")
+    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.set_defaults(func=_consumer)
+
+    p = commands.add_parser("dlq", help="list or re-attempt a destination's dead letters")
+    p.add_argument("action", choices=["list", "redrive"])
+    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.set_defaults(func=_dlq)
+
+    p = commands.add_parser("sandbox", help="the job-board sandbox imitating LinkedIn and Indeed")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8090)
+    p.set_defaults(func=_sandbox)
     return parser
+
+
+def _consumer(args: argparse.Namespace) -> int:
+    _logging()
+    from consumers.main import run_consumer
+
+    run_consumer(args.destination)
+    return 0
+
+
+def _dlq(args: argparse.Namespace) -> int:
+    from consumers.main import list_dead_letters, redrive
+
+    (list_dead_letters if args.action == "list" else redrive)(args.destination)
+    return 0
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from jobpost.sandbox import create_sandbox
+
+    uvicorn.run(create_sandbox(), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
 def _component(name: str):  # type: ignore[no-untyped-def]
     def run(_args: argparse.Namespace) -> int:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        _logging()
         if name == "run":
             from jobpost.supervisor import run as supervise
 
@@ -81,6 +124,14 @@ def _component(name: str):  # type: ignore[no-untyped-def]
             from producer_api.main import run_sequencer
 
             run_sequencer()
+        elif name == "indexer":
+            from search_indexer.main import run_indexer
+
+            run_indexer()
+        elif name == "reindex":
+            from search_indexer.main import run_reindex
+
+            run_reindex()
         return 0
 
     return run

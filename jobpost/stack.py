@@ -412,6 +412,9 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 
 def _group_alive(pid: int) -> bool:
+    # Reap the leader if this process started it: a zombie leader keeps the group alive.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
     try:
         os.killpg(pid, 0)
     except ProcessLookupError:

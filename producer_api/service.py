@@ -7,7 +7,10 @@ import uuid
 from typing import Any
 
 from producer_api.commands import CommandClient, SequencingTimeout
-from producer_api.view import PostingsView, PostingView
+from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
+from producer_api.view import DeliveriesView, PostingsView, PostingView
+
+DESTINATIONS = ("linkedin", "indeed", "search")
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
@@ -37,10 +40,29 @@ _REFUSALS = {
 
 
 class PostingService:
-    def __init__(self, commands: CommandClient, view: PostingsView, write_timeout_s: float) -> None:
+    def __init__(
+        self,
+        commands: CommandClient,
+        view: PostingsView,
+        deliveries: DeliveriesView,
+        search: TitleSearch,
+        write_timeout_s: float,
+    ) -> None:
         self.commands = commands
         self.view = view
+        self.deliveries_view = deliveries
+        self.titles = search
         self.write_timeout_s = write_timeout_s
+
+    async def search(
+        self, text: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        try:
+            return await self.titles.search(text, limit, cursor)
+        except BadCursor as exc:
+            raise PostingError("BAD_CURSOR", str(exc)) from exc
+        except SearchUnavailable as exc:
+            raise Unavailable(f"search is unavailable: {exc}") from exc
 
     async def create(self, posting: dict[str, str], request_id: str | None) -> PostingView:
         posting_id = str(uuid.uuid5(_ID_NAMESPACE, request_id)) if request_id else str(uuid.uuid4())
@@ -67,6 +89,28 @@ class PostingService:
             raise PostingError("GONE", _REFUSALS["GONE"], view.version)
         return view
 
+    def deliveries(self, posting_id: str) -> tuple[PostingView, dict[str, dict[str, Any]]]:
+        """The posting's newest version and its progress at every destination."""
+        view = self.view.get(posting_id)
+        if view is None:
+            raise PostingError("NOT_FOUND", _REFUSALS["NOT_FOUND"])
+        states = self.deliveries_view.get(posting_id)
+        progress = {}
+        for destination in DESTINATIONS:
+            state = states.get(destination, {})
+            delivered = state.get("delivered_version")
+            status = str(state.get("status", "PENDING")).lower()
+            if status in ("delivered", "failed") and (delivered is None or delivered < view.version):
+                status = "pending" if state.get("pending_version") != view.version else status
+            progress[destination] = {
+                "delivered_version": delivered,
+                "status": status,
+                "attempts": state.get("attempts", 0),
+                "next_attempt_at": state.get("next_attempt_at"),
+                "last_error": state.get("last_error"),
+            }
+        return view, progress
+
     async def _write(
         self,
         action: str,
@@ -86,7 +130,7 @@ class PostingService:
         try:
             reply = await self.commands.send(command, self.write_timeout_s)
         except SequencingTimeout as exc:
-            raise Unavailable(str(exc)) from exc
+            raise Unavailable(f"{exc}; retry with the same Idempotency-Key") from exc
         if reply["outcome"] != "ACCEPTED":
             raise PostingError(reply["outcome"], _REFUSALS[reply["outcome"]], reply["version"])
         view = PostingView(

@@ -38,18 +38,23 @@ class StrongReadTimeout(Exception):
     """The view did not reach the partition's end in time."""
 
 
-class PostingsView:
-    def __init__(self, kafka: KafkaSettings) -> None:
+class LogView:
+    """Follows every partition of a topic from the beginning on a thread of its own,
+    handing each record to `apply`; knows how far it has read, for strong reads."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
         self.kafka = kafka
-        self.topic = Topics(kafka.topic_prefix).postings
-        self._postings: dict[str, PostingView] = {}
+        self.topic = topic
         self._positions: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.ready = threading.Event()
-        self._thread = threading.Thread(target=self._follow, name="postings-view", daemon=True)
+        self._thread = threading.Thread(target=self._follow, name=f"view-{topic}", daemon=True)
         self._probe: Consumer | None = None
         self._partition_count = kafka.partitions
+
+    def apply(self, message: Message) -> None:
+        raise NotImplementedError
 
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
@@ -62,16 +67,6 @@ class PostingsView:
         self._thread.join(10)
         if self._probe is not None:
             self._probe.close()
-
-    def get(self, posting_id: str) -> PostingView | None:
-        return self._postings.get(posting_id)
-
-    def observe(self, view: PostingView) -> None:
-        """Take a version this replica learnt from a reply (read-your-writes), if newer."""
-        with self._lock:
-            current = self._postings.get(view.id)
-            if current is None or current.version < view.version:
-                self._postings[view.id] = view
 
     async def wait_for_end(self, posting_id: str, timeout_s: float) -> None:
         """Return once every record committed on the posting's partition before this call
@@ -115,7 +110,7 @@ class PostingsView:
                     if tp.offset >= 0:
                         self._positions[tp.partition] = tp.offset
                 if len(at_end) == len(assignment) and not self.ready.is_set():
-                    log.info("postings view caught up: %d postings", len(self._postings))
+                    log.info("view of %s caught up", self.topic)
                     self.ready.set()
         finally:
             self.ready.clear()
@@ -123,26 +118,70 @@ class PostingsView:
 
     def _take(self, message: Message, at_end: set[int]) -> None:
         error = message.error()
-        if error is not None:
-            if error.code() == KafkaError._PARTITION_EOF:
-                at_end.add(message.partition())
-                # Also the position of a partition that holds no record at all.
-                self._positions[message.partition()] = max(
-                    message.offset(), self._positions.get(message.partition(), 0)
-                )
-            elif not error.retriable():
-                log.error("postings view: %s", error)
-            return
+        if error is None:
+            self.apply(message)
+        elif error.code() == KafkaError._PARTITION_EOF:
+            at_end.add(message.partition())
+            # Also the position of a partition that holds no record at all.
+            self._positions[message.partition()] = max(
+                message.offset(), self._positions.get(message.partition(), 0)
+            )
+        elif not error.retriable():
+            log.error("view of %s: %s", self.topic, error)
+
+
+class PostingsView(LogView):
+    """Every posting's newest version; a tombstone means "deleted", never "unknown"."""
+
+    def __init__(self, kafka: KafkaSettings) -> None:
+        super().__init__(kafka, Topics(kafka.topic_prefix).postings)
+        self._postings: dict[str, PostingView] = {}
+
+    def get(self, posting_id: str) -> PostingView | None:
+        return self._postings.get(posting_id)
+
+    def observe(self, view: PostingView) -> None:
+        """Take a version this replica learnt from a reply (read-your-writes), if newer."""
+        with self._lock:
+            current = self._postings.get(view.id)
+            if current is None or current.version < view.version:
+                self._postings[view.id] = view
+
+    def apply(self, message: Message) -> None:
         posting_id = message.key().decode()
         value = message.value()
-        if value is None:
-            current = self._postings.get(posting_id)
-            version = current.version if current else -1
-            view = PostingView(posting_id, version, True, current.posting if current else None, None)
-            with self._lock:
-                self._postings[posting_id] = view
+        if value is not None:
+            self.observe(_from_update(codec.posting_updates().decode(value)))
             return
-        self.observe(_from_update(codec.posting_updates().decode(value)))
+        with self._lock:
+            current = self._postings.get(posting_id)
+            self._postings[posting_id] = PostingView(
+                posting_id,
+                current.version if current else -1,
+                True,
+                current.posting if current else None,
+                None,
+            )
+
+
+class DeliveriesView(LogView):
+    """Each posting's progress at each destination, from `jobpost.deliveries`."""
+
+    def __init__(self, kafka: KafkaSettings) -> None:
+        super().__init__(kafka, Topics(kafka.topic_prefix).deliveries)
+        self._states: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(self, posting_id: str) -> dict[str, dict[str, Any]]:
+        return dict(self._states.get(posting_id, {}))
+
+    def apply(self, message: Message) -> None:
+        destination, _, posting_id = message.key().decode().partition("/")
+        value = message.value()
+        states = self._states.setdefault(posting_id, {})
+        if value is None:
+            states.pop(destination, None)
+        else:
+            states[destination] = codec.delivery_states().decode(value)
 
 
 def _from_update(update: dict[str, Any]) -> PostingView:

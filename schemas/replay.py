@@ -23,16 +23,18 @@ def replay(
     partitions: Iterable[int],
     on_message: Callable[[Message], None],
     timeout_s: float = 120.0,
+    start: dict[int, int] | None = None,
 ) -> dict[int, int]:
     """Feed every committed record of the partitions to `on_message`, in offset order per
-    partition. Returns the next offset of each partition (where a follower would resume)."""
+    partition, from the beginning (or from `start`). Returns the next offset of each
+    partition (where a follower would resume)."""
     wanted = set(partitions)
     if not wanted:
         return {}
     consumer = Consumer(kafka.consumer_config(f"replay-{uuid.uuid4().hex}", **{"enable.partition.eof": True}))
     ends: dict[int, int] = {}
     try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in wanted])
+        consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])
         _read_until_eof(consumer, wanted, ends, on_message, timeout_s)
     finally:
         consumer.close()

@@ -19,8 +19,10 @@ from producer_api.api.routes import health, postings
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings, SequencerSettings
 from producer_api.readiness import Readiness
+from producer_api.search import TitleSearch
 from producer_api.sequencer import Sequencer
 from producer_api.service import PostingError, PostingService, Unavailable
+from producer_api.view import DeliveriesView, PostingsView
 
 log = logging.getLogger(__name__)
 
@@ -30,26 +32,39 @@ REQUEST_SECONDS = Histogram(
     ["method", "route", "status"],
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
 )
-_STATUS_OF = {"NOT_FOUND": 404, "GONE": 410, "VERSION_MISMATCH": 412, "ALREADY_EXISTS": 409}
-_TITLE_OF = {404: "Not found", 410: "Gone", 412: "Precondition failed", 409: "Conflict"}
+_STATUS_OF = {
+    "NOT_FOUND": 404,
+    "GONE": 410,
+    "VERSION_MISMATCH": 412,
+    "ALREADY_EXISTS": 409,
+    "BAD_CURSOR": 422,
+}
+_TITLE_OF = {
+    404: "Not found",
+    410: "Gone",
+    412: "Precondition failed",
+    409: "Conflict",
+    422: "Invalid request",
+}
 
 
 def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from producer_api.view import PostingsView
-
         commands = CommandClient(settings.kafka)
         view = PostingsView(settings.kafka)
+        deliveries = DeliveriesView(settings.kafka)
         commands.start()
         view.start()
+        deliveries.start()
         sequencer = None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
             threading.Thread(target=sequencer.run, name="sequencer", daemon=True).start()
         app.state.settings = settings
         app.state.tokens = settings.token_set()
-        app.state.service = PostingService(commands, view, settings.write_timeout_s)
+        search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
+        app.state.service = PostingService(commands, view, deliveries, search, settings.write_timeout_s)
         app.state.readiness = Readiness(settings, commands, view)
         try:
             yield
@@ -57,7 +72,9 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             if sequencer:
                 sequencer.stop()
             view.close()
+            deliveries.close()
             commands.close()
+            search.close()
 
     app = FastAPI(
         title="jobpost",
@@ -79,7 +96,7 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         return Problem(
             503,
             "Service unavailable",
-            f"{exc}; retry with the same Idempotency-Key",
+            str(exc),
             headers={"Retry-After": "1"},
         ).response()
 

@@ -71,3 +71,22 @@ class ProblemOut(BaseModel):
     status: int
     detail: str
     errors: list[dict[str, object]] | None = None
+
+
+class SearchPage(BaseModel):
+    items: list[PostingOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last page")
+
+
+class DestinationProgress(BaseModel):
+    delivered_version: int | None
+    status: Literal["delivered", "pending", "retrying", "failed", "closed"]
+    attempts: int
+    next_attempt_at: int | None = Field(description="epoch millis of the next attempt, while retrying")
+    last_error: str | None
+
+
+class DeliveriesOut(BaseModel):
+    posting_id: str
+    version: int
+    destinations: dict[str, DestinationProgress]

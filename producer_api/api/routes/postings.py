@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
 from producer_api.api.deps import ExpectedVersion, IdempotencyKey, Service, Settings, authenticate
-from producer_api.api.models import DeletedOut, PostingIn, PostingOut, ProblemOut
+from producer_api.api.models import (
+    DeletedOut,
+    DeliveriesOut,
+    DestinationProgress,
+    PostingIn,
+    PostingOut,
+    ProblemOut,
+    SearchPage,
+)
 from producer_api.api.problems import validation_problem
 from producer_api.config import ApiSettings
 from producer_api.view import PostingView
@@ -44,6 +52,30 @@ async def create_posting(
     return _present(view, response)
 
 
+@router.get("", response_model=SearchPage, responses=_UNAVAILABLE)
+async def search_postings(
+    service: Service,
+    q: Annotated[str, Query(min_length=1, max_length=200, description="words of the title")],
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=500, description="next_cursor of the page before")] = None,
+) -> SearchPage:
+    """Active postings whose title matches `q`, best first."""
+    documents, next_cursor = await service.search(q, limit, cursor)
+    items = [
+        PostingOut(
+            id=d["id"],
+            version=d["version"],
+            title=d["title"],
+            description=d["description"],
+            notes=d["notes"],
+            status=d["status"],
+            last_update_time_millis=d["last_update_time"],
+        )
+        for d in documents
+    ]
+    return SearchPage(items=items, next_cursor=next_cursor)
+
+
 @router.get("/{posting_id}", response_model=PostingOut, responses={**_REFUSED, **_UNAVAILABLE})
 async def read_posting(
     posting_id: PostingId,
@@ -57,6 +89,17 @@ async def read_posting(
 ) -> PostingOut:
     view = await service.get(posting_id, consistency == "strong", settings.strong_read_timeout_s)
     return _present(view, response)
+
+
+@router.get("/{posting_id}/deliveries", response_model=DeliveriesOut, responses={404: _REFUSED[404]})
+async def posting_deliveries(posting_id: PostingId, service: Service) -> DeliveriesOut:
+    """How far each destination (LinkedIn, Indeed, search) has got with the posting."""
+    view, progress = service.deliveries(posting_id)
+    return DeliveriesOut(
+        posting_id=posting_id,
+        version=view.version,
+        destinations={d: DestinationProgress(**p) for d, p in progress.items()},
+    )
 
 
 @router.put(

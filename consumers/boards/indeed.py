@@ -1,0 +1,78 @@
+"""Indeed Job Sync API: GraphQL `POST /graphql`.
+
+`jobsIngest { createSourcedJobPostings }` upserts by jobPostingId + sourceName;
+`expireSourcedJobsBySourcedPostingId` closes. Errors come as HTTP 200 with `errors[]`
+(`extensions.code`), rate limiting as 429.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, SecretStr
+
+from consumers.boards import raise_for_status, send
+from consumers.errors import RejectedError, RetryableError
+
+UPSERT = """
+mutation Upsert($input: CreateSourcedJobPostingsInput!) {
+  jobsIngest { createSourcedJobPostings(input: $input) { results { jobPosting { sourcedPostingId } } } }
+}"""
+EXPIRE = """
+mutation Expire($input: ExpireSourcedJobsBySourcedPostingIdInput!) {
+  jobsIngest { expireSourcedJobsBySourcedPostingId(input: $input) { results { sourcedPostingId } } }
+}"""
+REJECTED_CODES = {"BAD_USER_INPUT", "FORBIDDEN", "UNAUTHENTICATED", "GRAPHQL_VALIDATION_FAILED"}
+
+
+class IndeedSettings(BaseModel):
+    base_url: str = "http://127.0.0.1:8090/indeed"
+    access_token: SecretStr = SecretStr("sandbox")
+    source_name: str = "jobpost"
+    timeout_s: float = 5.0  # Indeed recommends 5 s
+
+
+class IndeedAdapter:
+    name = "indeed"
+
+    def __init__(self, client: httpx.AsyncClient, settings: IndeedSettings) -> None:
+        self.client = client
+        self.settings = settings
+
+    async def upsert(self, update: dict[str, Any]) -> None:
+        posting = update["posting"]
+        job = {
+            "jobPostingId": update["posting_id"],
+            "sourceName": self.settings.source_name,
+            "title": posting["title"],
+            "description": posting["description"],
+            "datePublished": update["last_update_time_millis"],
+        }
+        await self._mutate(UPSERT, {"jobPostings": [job]}, update)
+
+    async def close(self, update: dict[str, Any]) -> None:
+        ids = {"sourcedPostingIds": [update["posting_id"]], "sourceName": self.settings.source_name}
+        await self._mutate(EXPIRE, ids, update)
+
+    async def _mutate(self, query: str, variables: dict[str, Any], update: dict[str, Any]) -> None:
+        request = self.client.build_request(
+            "POST",
+            f"{self.settings.base_url}/graphql",
+            json={"query": query, "variables": {"input": variables}},
+            headers={
+                "Authorization": f"Bearer {self.settings.access_token.get_secret_value()}",
+                "Idempotency-Key": update["idempotency_key"],
+            },
+            timeout=self.settings.timeout_s,
+        )
+        response = await send(self.client, self.name, request)
+        raise_for_status(response, self.name)
+        errors = response.json().get("errors") or []
+        if not errors:
+            return
+        codes = {e.get("extensions", {}).get("code", "INTERNAL_SERVER_ERROR") for e in errors}
+        detail = f"indeed errors {sorted(codes)}: {errors[0].get('message', '')}"
+        if codes & REJECTED_CODES:
+            raise RejectedError(detail)
+        raise RetryableError(detail)

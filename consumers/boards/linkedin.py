@@ -1,0 +1,70 @@
+"""LinkedIn Job Posting API: `POST /rest/simpleJobPostings` as a Rest.li batch_create.
+
+Every call carries the full posting with `jobPostingOperationType` CREATE, UPDATE or
+CLOSE; HTTP 200 answers carry a per-element status (202 accepted, 4xx rejected). A CLOSE
+of a job that is closed already answers 409, which counts as done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, SecretStr
+
+from consumers.boards import raise_for_status, send
+from consumers.errors import RejectedError, RetryableError
+
+
+class LinkedInSettings(BaseModel):
+    base_url: str = "http://127.0.0.1:8090/linkedin"
+    access_token: SecretStr = SecretStr("sandbox")
+    version: str = "202410"
+    timeout_s: float = 5.0
+
+
+class LinkedInAdapter:
+    name = "linkedin"
+
+    def __init__(self, client: httpx.AsyncClient, settings: LinkedInSettings) -> None:
+        self.client = client
+        self.settings = settings
+
+    async def upsert(self, update: dict[str, Any]) -> None:
+        await self._post(update, "CREATE" if update["version"] == 0 else "UPDATE")
+
+    async def close(self, update: dict[str, Any]) -> None:
+        await self._post(update, "CLOSE")
+
+    async def _post(self, update: dict[str, Any], operation: str) -> None:
+        posting = update["posting"]
+        element = {
+            "externalJobPostingId": update["posting_id"],
+            "title": posting["title"],
+            "description": posting["description"],
+            "listedAt": update["last_update_time_millis"],
+            "jobPostingOperationType": operation,
+        }
+        request = self.client.build_request(
+            "POST",
+            f"{self.settings.base_url}/rest/simpleJobPostings",
+            json={"elements": [element]},
+            headers={
+                "Authorization": f"Bearer {self.settings.access_token.get_secret_value()}",
+                "LinkedIn-Version": self.settings.version,
+                "X-Restli-Protocol-Version": "2.0.0",
+                "x-restli-method": "batch_create",
+                "Idempotency-Key": update["idempotency_key"],
+            },
+            timeout=self.settings.timeout_s,
+        )
+        response = await send(self.client, self.name, request)
+        raise_for_status(response, self.name)
+        (result,) = response.json()["elements"]
+        status = int(result.get("status", 500))
+        if status < 300 or (operation == "CLOSE" and status == 409):
+            return
+        detail = f"linkedin element status {status}: {result.get('error', '')}"
+        if status >= 500 or status in (408, 429):
+            raise RetryableError(detail)
+        raise RejectedError(detail)

@@ -1,0 +1,34 @@
+"""Settings of the delivery consumers (one process per destination)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from consumers.boards.indeed import IndeedSettings
+from consumers.boards.linkedin import LinkedInSettings
+from consumers.retry import RetrySettings
+from schemas.kafka import KafkaSettings
+
+
+class ConsumerSettings(BaseSettings):
+    """Environment prefix `JOBPOST_CONSUMER_`; nested settings use `__`
+    (e.g. `JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S`, `JOBPOST_CONSUMER_LINKEDIN__BASE_URL`)."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBPOST_CONSUMER_", env_nested_delimiter="__")
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    destination: Literal["linkedin", "indeed"] = "linkedin"
+    group_id: str | None = Field(default=None, description="default: jobpost-<destination>")
+    max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")
+    max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
+    commit_interval_s: float = Field(default=1.0, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    linkedin: LinkedInSettings = Field(default_factory=LinkedInSettings)
+    indeed: IndeedSettings = Field(default_factory=IndeedSettings)
+
+    @property
+    def group(self) -> str:
+        return self.group_id or f"jobpost-{self.destination}"

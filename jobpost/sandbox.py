@@ -1,0 +1,141 @@
+"""The job-board sandbox: one HTTP server imitating LinkedIn's and Indeed's posting APIs.
+
+It deduplicates by Idempotency-Key (a repeat is answered from the stored result and
+counted in `duplicates`, never applied again) and injects faults on demand. Its control
+surface is CONTRACT.md's "Job-board sandbox".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.types import Receive, Scope, Send
+
+Board = Literal["linkedin", "indeed"]
+
+
+class Faults(BaseModel):
+    mode: Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response"] = "none"
+    probability: float = Field(default=1.0, ge=0, le=1)
+    latency_ms: int = Field(default=0, ge=0)
+    retry_after_s: int = Field(default=1, ge=0)
+
+
+@dataclass
+class SandboxPosting:
+    versions: list[int] = field(default_factory=list)
+    status: Literal["open", "closed"] = "open"
+    requests: int = 0
+    duplicates: int = 0
+
+
+@dataclass
+class BoardState:
+    faults: Faults = field(default_factory=Faults)
+    postings: dict[str, SandboxPosting] = field(default_factory=dict)
+    answered: dict[str, tuple[int, Any]] = field(default_factory=dict)
+
+
+class _LostResponse(Response):
+    """Starts a response, then drops the connection before the body: the request was
+    applied but the client never learns it."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
+        raise ConnectionAbortedError("sandbox: response lost on purpose")
+
+
+def create_sandbox() -> FastAPI:
+    app = FastAPI(title="jobpost job-board sandbox")
+    boards: dict[str, BoardState] = {"linkedin": BoardState(), "indeed": BoardState()}
+
+    async def handle(board: str, request: Request, apply: Any) -> Response:
+        state = boards[board]
+        key = request.headers.get("Idempotency-Key", "")
+        posting_id, _, version = key.rpartition(":")
+        if not posting_id or not version.isdigit():
+            return JSONResponse({"message": "Idempotency-Key must be {posting_id}:{version}"}, 400)
+        posting = state.postings.setdefault(posting_id, SandboxPosting())
+        posting.requests += 1
+        faults = state.faults
+        if faults.latency_ms:
+            await asyncio.sleep(faults.latency_ms / 1000)
+        fault = faults.mode if faults.mode != "none" and random.random() < faults.probability else "none"
+        if fault == "error":
+            return JSONResponse({"message": "sandbox: unavailable"}, 503)
+        if fault == "timeout":
+            await asyncio.sleep(3600)
+        if fault == "rate_limit":
+            return JSONResponse(
+                {"message": "sandbox: slow down"}, 429, {"Retry-After": str(faults.retry_after_s)}
+            )
+        if fault == "reject":
+            return JSONResponse({"message": "sandbox: rejected"}, 400)
+        if key in state.answered:
+            posting.duplicates += 1
+            status, body = state.answered[key]
+        else:
+            status, body = 200, apply(posting, int(version), await request.json())
+            state.answered[key] = (status, body)
+        if fault == "lose_response":
+            return _LostResponse()
+        return JSONResponse(body, status)
+
+    def apply_linkedin(posting: SandboxPosting, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        (element,) = body["elements"]
+        if element["jobPostingOperationType"] == "CLOSE":
+            if posting.status == "closed":
+                return {"elements": [{"status": 409, "error": "already closed"}]}
+            posting.status = "closed"
+        else:
+            posting.status = "open"
+        posting.versions.append(version)
+        return {"elements": [{"status": 202, "id": element["externalJobPostingId"]}]}
+
+    def apply_indeed(posting: SandboxPosting, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        expire = "expireSourcedJobsBySourcedPostingId" in body["query"]
+        posting.status = "closed" if expire else "open"
+        posting.versions.append(version)
+        field_name = "expireSourcedJobsBySourcedPostingId" if expire else "createSourcedJobPostings"
+        return {"data": {"jobsIngest": {field_name: {"results": [{"ok": True}]}}}}
+
+    @app.post("/linkedin/rest/simpleJobPostings")
+    async def linkedin(request: Request) -> Response:
+        if request.headers.get("x-restli-method") != "batch_create":
+            return JSONResponse({"message": "x-restli-method: batch_create expected"}, 400)
+        return await handle("linkedin", request, apply_linkedin)
+
+    @app.post("/indeed/graphql")
+    async def indeed(request: Request) -> Response:
+        return await handle("indeed", request, apply_indeed)
+
+    @app.put("/_sandbox/{board}/faults")
+    async def set_faults(board: Board, faults: Faults) -> Faults:
+        boards[board].faults = faults
+        return faults
+
+    @app.get("/_sandbox/{board}/postings/{posting_id}")
+    async def inspect(board: Board, posting_id: str) -> dict[str, Any]:
+        posting = boards[board].postings.get(posting_id)
+        if posting is None or not posting.requests:
+            raise HTTPException(404, "the board never saw this posting")
+        return {
+            "versions": posting.versions,
+            "status": posting.status,
+            "requests": posting.requests,
+            "duplicates": posting.duplicates,
+        }
+
+    @app.delete("/_sandbox")
+    async def reset() -> dict[str, str]:
+        for board in boards:
+            boards[board] = BoardState()
+        return {"status": "reset"}
+
+    return app

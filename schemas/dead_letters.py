@@ -1,0 +1,27 @@
+"""The dead-letter contract: the original key and value, plus headers saying why."""
+
+from __future__ import annotations
+
+import time
+
+
+def dead_letter_headers(
+    error: str,
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+    attempts: int,
+    first_attempt_ms: int | None = None,
+    last_attempt_ms: int | None = None,
+) -> list[tuple[str, bytes]]:
+    now = time.time_ns() // 1_000_000
+    return [
+        ("jobpost.error", error.encode()[:4000]),
+        ("jobpost.attempts", str(attempts).encode()),
+        ("jobpost.first_attempt_ms", str(first_attempt_ms or now).encode()),
+        ("jobpost.last_attempt_ms", str(last_attempt_ms or now).encode()),
+        ("jobpost.source_topic", topic.encode()),
+        ("jobpost.source_partition", str(partition).encode()),
+        ("jobpost.source_offset", str(offset).encode()),
+    ]

@@ -1,0 +1,94 @@
+"""The search index: its template, its alias, and the document of a PostingUpdate.
+
+Documents are written with `version_type=external` and the posting version, so
+Elasticsearch itself drops a stale write and replays are harmless. A DELETED version
+marks the document `deleted` at that version instead of removing it, so no older
+version can bring it back.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from elasticsearch import Elasticsearch, NotFoundError
+
+
+def template(alias: str, index_description: bool, replicas: int) -> dict[str, Any]:
+    return {
+        "index_patterns": [f"{alias}-*"],
+        "template": {
+            "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
+            "mappings": {
+                "dynamic": "strict",
+                "properties": {
+                    "id": {"type": "keyword"},
+                    "title": {"type": "text", "fields": {"raw": {"type": "keyword", "ignore_above": 256}}},
+                    "description": {"type": "text", "index": index_description},
+                    "notes": {"type": "text", "index": False},
+                    "version": {"type": "long"},
+                    "status": {"type": "keyword"},
+                    "last_update_time": {"type": "date", "format": "epoch_millis"},
+                },
+            },
+        },
+    }
+
+
+def ensure_index(es: Elasticsearch, alias: str, index_description: bool = False, replicas: int = 0) -> str:
+    """Install the template and, when the alias is missing, a first index behind it.
+    Returns the index the alias points to."""
+    es.indices.put_index_template(name=alias, **template(alias, index_description, replicas))
+    try:
+        return next(iter(es.indices.get_alias(name=alias)))
+    except NotFoundError:
+        pass
+    index = new_index_name(alias)
+    es.indices.create(index=index, aliases={alias: {"is_write_index": True}})
+    return index
+
+
+def new_index_name(alias: str) -> str:
+    return f"{alias}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{time.time_ns() % 1_000_000:06d}"
+
+
+def switch_alias(es: Elasticsearch, alias: str, index: str) -> list[str]:
+    """Point the alias at `index` in one atomic step; returns the indices it left."""
+    try:
+        old = list(es.indices.get_alias(name=alias))
+    except NotFoundError:
+        old = []
+    actions: list[dict[str, Any]] = [{"remove": {"index": o, "alias": alias}} for o in old if o != index]
+    actions.append({"add": {"index": index, "alias": alias, "is_write_index": True}})
+    es.indices.update_aliases(actions=actions)
+    return [o for o in old if o != index]
+
+
+def document(update: dict[str, Any]) -> dict[str, Any]:
+    posting = update["posting"]
+    return {
+        "id": update["posting_id"],
+        "title": posting["title"],
+        "description": posting["description"],
+        "notes": posting.get("notes", ""),
+        "version": update["version"],
+        "status": "deleted" if update["op"] == "DELETED" else "active",
+        "last_update_time": update["last_update_time_millis"],
+    }
+
+
+def bulk_operations(index: str, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    operations: list[dict[str, Any]] = []
+    for update in updates:
+        operations.append(
+            {
+                "index": {
+                    "_index": index,
+                    "_id": update["posting_id"],
+                    "version": update["version"],
+                    "version_type": "external",
+                }
+            }
+        )
+        operations.append(document(update))
+    return operations

@@ -1,0 +1,86 @@
+"""`jobpost reindex`: build a fresh index from the compacted topic, then switch the alias.
+
+The live indexer keeps writing through the alias meanwhile. After the switch, a second
+pass replays what was appended since the first pass ended, so a record the live indexer
+wrote into the old index just before the switch is in the new one too (external
+versions make every pass idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Message
+from elasticsearch import Elasticsearch
+
+from schemas import codec
+from schemas.replay import replay
+from schemas.topics import Topics
+from search_indexer import index
+from search_indexer.config import IndexerSettings
+
+log = logging.getLogger(__name__)
+BATCH = 1000
+
+
+@dataclass
+class ReindexReport:
+    index: str
+    previous: list[str]
+    documents: int
+
+
+class _BulkLoader:
+    def __init__(self, es: Elasticsearch, target: str) -> None:
+        self.es = es
+        self.target = target
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.documents = 0
+
+    def take(self, message: Message) -> None:
+        value = message.value()
+        if value is None:
+            return
+        update = codec.posting_updates().decode(value)
+        current = self.pending.get(update["posting_id"])
+        if current is None or current["version"] < update["version"]:
+            self.pending[update["posting_id"]] = update
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        response = self.es.bulk(operations=index.bulk_operations(self.target, list(self.pending.values())))
+        failed = [
+            i["index"]
+            for i in response["items"]
+            if i["index"]["status"] >= 300 and i["index"]["status"] != 409
+        ]
+        if failed:
+            raise RuntimeError(f"reindex: {len(failed)} documents refused, e.g. {failed[0].get('error')}")
+        self.documents += len(self.pending)
+        self.pending.clear()
+
+
+def reindex(settings: IndexerSettings) -> ReindexReport:
+    es = Elasticsearch(settings.elasticsearch_url, request_timeout=60)
+    topic = Topics(settings.kafka.topic_prefix).postings
+    index.ensure_index(es, settings.alias, settings.index_description, settings.replicas)
+    target = index.new_index_name(settings.alias)
+    es.indices.create(index=target)
+    loader = _BulkLoader(es, target)
+    partitions = range(settings.kafka.partitions)
+
+    ends = replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600)
+    loader.flush()
+    es.indices.refresh(index=target)
+    previous = index.switch_alias(es, settings.alias, target)
+    replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600, start=ends)
+    loader.flush()
+    es.indices.refresh(index=target)
+    log.info("alias %s now points to %s (%d documents); previous: %s", settings.alias, target,
+             loader.documents, previous)  # fmt: skip
+    return ReindexReport(target, previous, loader.documents)

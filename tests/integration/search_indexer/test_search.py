@@ -1,0 +1,200 @@
+"""The indexer and title search against real Kafka and the real search server."""
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from confluent_kafka import Producer
+from elasticsearch import Elasticsearch
+
+from schemas import codec
+from search_indexer.config import IndexerSettings
+from search_indexer.reindex import reindex
+from tests.processes import ApiProcess, Process, free_port, kafka_env, read_postings, wait_until
+
+TOKEN = "search-token"
+
+
+@pytest.fixture
+def alias(unique) -> str:
+    return f"{unique}-postings"
+
+
+@pytest.fixture
+def indexer_env(kafka, elasticsearch_url, alias) -> dict[str, str]:
+    return {
+        **kafka_env(kafka),
+        "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
+        "JOBPOST_INDEXER_ALIAS": alias,
+        "JOBPOST_INDEXER_GROUP_ID": f"{kafka.topic_prefix}-indexer",
+        "JOBPOST_INDEXER_RETRY_MAX_WAIT_S": "1",
+    }
+
+
+@pytest.fixture
+def indexer(indexer_env) -> Iterator[Process]:
+    process = Process("indexer", ["indexer"], indexer_env)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def api(kafka, elasticsearch_url, alias) -> Iterator[ApiProcess]:
+    process = ApiProcess(kafka, TOKEN, elasticsearch_url, JOBPOST_API_SEARCH_ALIAS=alias)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
+
+
+def search(api: ApiProcess, q: str, **params) -> dict:
+    response = httpx.get(f"{api.url}/postings", params={"q": q, **params}, headers=api.headers, timeout=15)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def ids_found(api: ApiProcess, q: str) -> list[str]:
+    return [item["id"] for item in search(api, q)["items"]]
+
+
+def write(api: ApiProcess, method: str, path: str = "", **body) -> dict:
+    response = httpx.request(
+        method, f"{api.url}/postings{path}", json=body or None, headers=api.headers, timeout=15
+    )
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+def test_search_follows_create_replace_and_delete(api, indexer):
+    posting = write(api, "POST", title="Platypus Keeper", description="zoo")
+    wait_until(lambda: ids_found(api, "platypus") == [posting["id"]], 60, "the new title to be searchable")
+
+    write(api, "PUT", f"/{posting['id']}", title="Wombat Keeper", description="zoo")
+    wait_until(lambda: ids_found(api, "wombat") == [posting["id"]], 60, "the replaced title to be searchable")
+    assert ids_found(api, "platypus") == []
+    assert search(api, "wombat")["items"][0]["version"] == 1
+
+    write(api, "DELETE", f"/{posting['id']}")
+    wait_until(lambda: ids_found(api, "wombat") == [], 60, "the deleted posting to leave the results")
+
+
+def test_description_text_is_not_searched_by_default(api, indexer):
+    write(api, "POST", title="Gardener", description="marsupial habitat")
+    marker = write(api, "POST", title="Marsupial Vet", description="")
+    wait_until(lambda: ids_found(api, "marsupial") == [marker["id"]], 60, "the title match only")
+
+
+def test_best_first_and_paged_with_a_cursor(api, indexer):
+    exact = write(api, "POST", title="Kafka", description="")
+    others = [write(api, "POST", title=f"Kafka Streams Engineer {i}", description="")["id"] for i in range(5)]
+    wait_until(lambda: len(ids_found(api, "kafka")) == 6, 60, "all six to be searchable")
+
+    pages, cursor = [], None
+    while True:
+        page = search(api, "kafka", limit=4, **({"cursor": cursor} if cursor else {}))
+        pages.append([item["id"] for item in page["items"]])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    found = [i for page in pages for i in page]
+    assert found[0] == exact["id"]  # the shortest title matches best
+    assert sorted(found) == sorted([exact["id"], *others])
+    assert [len(p) for p in pages] == [4, 2]
+
+
+def test_bad_search_parameters_are_422(api):
+    for params in (
+        {"q": ""},
+        {"q": "x", "limit": 0},
+        {"q": "x", "limit": 101},
+        {"q": "x", "cursor": "garbage"},
+        {},
+    ):
+        response = httpx.get(f"{api.url}/postings", params=params, headers=api.headers)
+        assert response.status_code == 422, params
+        assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, elasticsearch_url, alias):
+    posting = write(api, "POST", title="Otter Trainer v0", description="")
+    for v in range(1, 6):
+        write(api, "PUT", f"/{posting['id']}", title=f"Otter Trainer v{v}", description="")
+    wait_until(lambda: [i["version"] for i in search(api, "otter")["items"]] == [5], 60, "version 5 indexed")
+
+    # Replay version 3 of the posting, as a consumer restarted from an old offset would.
+    key, partition, v3 = next(
+        r for r in read_postings(kafka, topics.postings) if r[2] and r[2]["version"] == 3
+    )
+    producer = Producer(kafka.producer_config())
+    producer.produce(topics.postings, key=key, value=codec.posting_updates().encode(v3), partition=partition)
+    producer.flush(10)
+    marker = write(api, "POST", title="Otter Marker", description="")
+    wait_until(lambda: marker["id"] in ids_found(api, "marker"), 60, "a later record to be indexed")
+
+    es = Elasticsearch(elasticsearch_url)
+    document = es.get(index=alias, id=posting["id"])
+    assert document["_version"] == 5
+    assert document["_source"]["title"] == "Otter Trainer v5"
+
+
+def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, alias):
+    created = [write(api, "POST", title=f"Heron Watcher {i}", description="")["id"] for i in range(4)]
+    write(api, "PUT", f"/{created[0]}", title="Heron Watcher renamed", description="")
+    write(api, "DELETE", f"/{created[1]}")
+    wait_until(lambda: len(ids_found(api, "heron")) == 3, 60, "three live herons")
+    before = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
+    old_index = next(iter(Elasticsearch(elasticsearch_url).indices.get_alias(name=alias)))
+
+    report = reindex(IndexerSettings(kafka=kafka, elasticsearch_url=elasticsearch_url, alias=alias))
+
+    assert report.previous == [old_index] and report.index != old_index
+    after = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
+    assert after == before
+
+
+def test_nothing_is_lost_while_the_search_server_is_away(api, indexer_env, elasticsearch_url):
+    """For its first 20 s the indexer's search server refuses connections while updates
+    flow; then it answers, and the index catches up with every version."""
+    port = free_port()
+    outage_s = 20
+    proxy = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.tcp_proxy",
+            str(port),
+            elasticsearch_url.rsplit(":", 1)[1],
+            str(outage_s),
+        ]
+    )
+    indexer = Process(
+        "indexer",
+        ["indexer"],
+        {**indexer_env, "JOBPOST_INDEXER_ELASTICSEARCH_URL": f"http://127.0.0.1:{port}"},
+    )
+    try:
+        started = time.monotonic()
+        ids = [write(api, "POST", title=f"Lynx Ranger {i}", description="")["id"] for i in range(30)]
+        for i in ids[:10]:
+            write(api, "PUT", f"/{i}", title=f"Lynx Ranger {i} updated", description="")
+        assert time.monotonic() - started < outage_s, "the writes should flow during the outage"
+        assert ids_found(api, "lynx") == []
+
+        def caught_up() -> bool:
+            response = httpx.get(
+                f"{api.url}/postings", params={"q": "lynx", "limit": 100}, headers=api.headers
+            )
+            # 503 while the index the indexer just created starts its shard
+            return response.status_code == 200 and len(response.json()["items"]) == 30
+
+        wait_until(caught_up, 90, "the index to catch up")
+        versions = sorted(item["version"] for item in search(api, "lynx", limit=100)["items"])
+        assert versions == [0] * 20 + [1] * 10
+        assert indexer.popen.poll() is None, "the indexer rode out the outage"
+    finally:
+        indexer.stop()
+        proxy.kill()
