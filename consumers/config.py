@@ -24,6 +24,9 @@ class ConsumerSettings(BaseSettings):
     group_id: str | None = Field(default=None, description="default: jobpost-<destination>")
     max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
+    session_timeout_ms: int = Field(
+        default=10_000, ge=6_000, description="how soon a dead member's postings move"
+    )
     commit_interval_s: float = Field(default=1.0, gt=0)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     linkedin: LinkedInSettings = Field(default_factory=LinkedInSettings)

@@ -25,6 +25,7 @@ class Faults(BaseModel):
     probability: float = Field(default=1.0, ge=0, le=1)
     latency_ms: int = Field(default=0, ge=0)
     retry_after_s: int = Field(default=1, ge=0)
+    posting_ids: list[str] | None = Field(default=None, description="only these postings (default: all)")
 
 
 @dataclass
@@ -66,7 +67,9 @@ def create_sandbox() -> FastAPI:
         faults = state.faults
         if faults.latency_ms:
             await asyncio.sleep(faults.latency_ms / 1000)
-        fault = faults.mode if faults.mode != "none" and random.random() < faults.probability else "none"
+        targeted = faults.posting_ids is None or posting_id in faults.posting_ids
+        hit = faults.mode != "none" and targeted and random.random() < faults.probability
+        fault = faults.mode if hit else "none"
         if fault == "error":
             return JSONResponse({"message": "sandbox: unavailable"}, 503)
         if fault == "timeout":

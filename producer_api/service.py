@@ -106,6 +106,7 @@ class PostingService:
                 "delivered_version": delivered,
                 "status": status,
                 "attempts": state.get("attempts", 0),
+                "first_attempt_at": state.get("first_attempt_at"),
                 "next_attempt_at": state.get("next_attempt_at"),
                 "last_error": state.get("last_error"),
             }

@@ -82,6 +82,9 @@ class DestinationProgress(BaseModel):
     delivered_version: int | None
     status: Literal["delivered", "pending", "retrying", "failed", "closed"]
     attempts: int
+    first_attempt_at: int | None = Field(
+        description="epoch millis of the first attempt of the pending version"
+    )
     next_attempt_at: int | None = Field(description="epoch millis of the next attempt, while retrying")
     last_error: str | None
 

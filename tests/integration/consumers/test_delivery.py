@@ -1,0 +1,237 @@
+"""Delivery to the boards through the real runner, real Kafka and the sandbox."""
+
+import asyncio
+import time
+
+import httpx
+
+from schemas import codec
+from schemas.replay import replay
+from tests.processes import ApiProcess, wait_until
+
+BODY = {"title": "Delivery Driver", "description": "Vans", "notes": ""}
+
+
+def create(api: ApiProcess, title: str = "Delivery Driver") -> str:
+    response = httpx.post(
+        f"{api.url}/postings", json={**BODY, "title": title}, headers=api.headers, timeout=15
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def replace(api: ApiProcess, posting_id: str, title: str) -> int:
+    response = httpx.put(
+        f"{api.url}/postings/{posting_id}", json={**BODY, "title": title}, headers=api.headers, timeout=15
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["version"]
+
+
+def delete(api: ApiProcess, posting_id: str) -> None:
+    response = httpx.delete(f"{api.url}/postings/{posting_id}", headers=api.headers, timeout=15)
+    assert response.status_code == 200, response.text
+
+
+def applied(sandbox, board: str, posting_id: str) -> list[int]:
+    seen = sandbox.posting(board, posting_id)
+    return seen["versions"] if seen else []
+
+
+def deliveries(api: ApiProcess, posting_id: str) -> dict:
+    response = httpx.get(f"{api.url}/postings/{posting_id}/deliveries", headers=api.headers, timeout=15)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_every_version_reaches_both_boards_once_in_order(api, sandbox, start_consumer):
+    start_consumer("linkedin")
+    start_consumer("indeed")
+
+    async def write_all() -> list[str]:
+        async with httpx.AsyncClient(headers=api.headers, timeout=30) as http:
+            sem = asyncio.Semaphore(16)
+
+            async def one(n: int) -> str:
+                async with sem:
+                    created = await http.post(f"{api.url}/postings", json={**BODY, "title": f"Driver {n}"})
+                    posting_id = created.json()["id"]
+                    for v in range(1, 6):
+                        r = await http.put(
+                            f"{api.url}/postings/{posting_id}", json={**BODY, "title": f"Driver {n}.{v}"}
+                        )
+                        assert r.status_code == 200
+                    return str(posting_id)
+
+            return await asyncio.gather(*(one(n) for n in range(200)))
+
+    postings = asyncio.run(write_all())
+
+    for board in ("linkedin", "indeed"):
+        for posting_id in postings:
+            wait_until(
+                lambda: len(applied(sandbox, board, posting_id)) >= 6, 120, f"{board} to apply {posting_id}"
+            )
+            seen = sandbox.posting(board, posting_id)
+            assert seen["versions"] == [0, 1, 2, 3, 4, 5], (board, posting_id, seen)
+    progress = deliveries(api, postings[0])
+    assert progress["version"] == 5
+    for board in ("linkedin", "indeed"):
+        wait_until(
+            lambda: deliveries(api, postings[0])["destinations"][board]["status"] == "delivered", 30, board
+        )
+        assert deliveries(api, postings[0])["destinations"][board]["delivered_version"] == 5
+    assert progress["destinations"]["search"]["status"] == "pending"  # no indexer in this test
+
+
+def test_a_failing_board_never_delays_the_other(api, sandbox, start_consumer):
+    start_consumer("linkedin")
+    start_consumer("indeed")
+    sandbox.faults("linkedin", "error")
+    outage_started = time.monotonic()
+    postings = [create(api, f"Courier {n}") for n in range(20)]
+    for posting_id in postings[:10]:
+        replace(api, posting_id, "Courier, updated")
+
+    for posting_id in postings:
+        wanted = [0, 1] if posting_id in postings[:10] else [0]
+        wait_until(lambda: applied(sandbox, "indeed", posting_id) == wanted, 30, "Indeed, during the outage")
+    assert time.monotonic() - outage_started < 30, "Indeed finished while LinkedIn was failing"
+    assert all(applied(sandbox, "linkedin", p) == [] for p in postings)
+    retrying = deliveries(api, postings[0])["destinations"]["linkedin"]
+    assert retrying["status"] == "retrying" and retrying["attempts"] >= 1 and "503" in retrying["last_error"]
+
+    time.sleep(max(0.0, 30 - (time.monotonic() - outage_started)))  # the outage lasts 30 s
+    sandbox.faults("linkedin", "none")
+    for posting_id in postings:
+        wanted = [0, 1] if posting_id in postings[:10] else [0]
+        wait_until(lambda: applied(sandbox, "linkedin", posting_id) == wanted, 60, "LinkedIn to catch up")
+
+
+def test_a_rejected_version_is_dead_lettered_and_the_rest_flows(api, sandbox, start_consumer, kafka, topics):
+    start_consumer("linkedin")
+    posting_id = create(api, "Rejected Role")
+    other = create(api, "Fine Role")
+    wait_until(lambda: applied(sandbox, "linkedin", posting_id) == [0], 30, "version 0")
+
+    sandbox.faults("linkedin", "reject", posting_ids=[posting_id])
+    replace(api, posting_id, "Rejected Role, v1")
+    replace(api, other, "Fine Role, v1")
+
+    letters = wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "a dead letter")
+    (letter,) = letters
+    assert codec.posting_updates().decode(letter["value"])["version"] == 1
+    assert letter["key"] == posting_id.encode()
+    assert "400" in letter["headers"]["jobpost.error"]
+    assert letter["headers"]["jobpost.attempts"] == "1"
+    assert letter["headers"]["jobpost.source_topic"] == topics.postings
+    assert {"jobpost.source_partition", "jobpost.source_offset", "jobpost.first_attempt_ms"} <= set(
+        letter["headers"]
+    )
+    wait_until(lambda: applied(sandbox, "linkedin", other) == [0, 1], 30, "the other posting")
+    wait_until(
+        lambda: deliveries(api, posting_id)["destinations"]["linkedin"]["status"] == "failed", 30, "failed"
+    )
+
+    sandbox.faults("linkedin", "none")
+    replace(api, posting_id, "Rejected Role, v2")
+    wait_until(lambda: applied(sandbox, "linkedin", posting_id) == [0, 2], 30, "the later version")
+
+
+def test_lost_responses_are_retried_and_applied_once(api, sandbox, start_consumer):
+    start_consumer("indeed")
+    sandbox.faults("indeed", "lose_response", probability=0.5)
+    postings = [create(api, f"Lost {n}") for n in range(10)]
+    for posting_id in postings:
+        replace(api, posting_id, "Lost, v1")
+
+    for posting_id in postings:
+        wait_until(lambda: applied(sandbox, "indeed", posting_id) == [0, 1], 60, "every version once")
+    seen = [sandbox.posting("indeed", p) for p in postings]
+    assert sum(s["duplicates"] for s in seen) > 0  # retried after a lost answer, answered from the record
+    assert all(s["versions"] == [0, 1] for s in seen)
+
+
+def test_a_stuck_posting_does_not_delay_its_partition_neighbours(api, sandbox, start_consumer, kafka):
+    from schemas.partitioning import partition_for
+
+    start_consumer("linkedin")
+    stuck = create(api, "Stuck")
+    sandbox.faults("linkedin", "error", posting_ids=[stuck])
+    wait_until(lambda: (sandbox.posting("linkedin", stuck) or {}).get("requests", 0) >= 2, 30, "retries")
+    neighbours = []
+    while len(neighbours) < 3:  # postings on the stuck one's partition, written after it
+        candidate = create(api, "Neighbour")
+        if partition_for(candidate, kafka.partitions) == partition_for(stuck, kafka.partitions):
+            neighbours.append(candidate)
+
+    for posting_id in neighbours:
+        wait_until(lambda: applied(sandbox, "linkedin", posting_id) == [0], 30, "the neighbour")
+    assert applied(sandbox, "linkedin", stuck) == []
+    assert deliveries(api, stuck)["destinations"]["linkedin"]["status"] == "retrying"
+
+
+def test_a_restarted_consumer_resumes_the_retry_budget(api, sandbox, start_consumer):
+    consumer = start_consumer("linkedin")
+    posting_id = create(api, "Budget")
+    sandbox.faults("linkedin", "error", posting_ids=[posting_id])
+    before = wait_until(
+        lambda: (d := deliveries(api, posting_id)["destinations"]["linkedin"])["attempts"] >= 3 and d,
+        60,
+        "3 attempts",
+    )
+    first_attempt = first_attempt_at(api, posting_id)
+
+    consumer.kill()
+    start_consumer("linkedin")
+
+    after = wait_until(
+        lambda: (
+            (d := deliveries(api, posting_id)["destinations"]["linkedin"])["attempts"]
+            > before["attempts"] + 1
+            and d
+        ),
+        90,
+        "the restarted consumer's attempts",
+    )
+    assert after["status"] == "retrying"
+    assert first_attempt_at(api, posting_id) == first_attempt
+    sandbox.faults("linkedin", "none")
+    wait_until(lambda: applied(sandbox, "linkedin", posting_id) == [0], 30, "delivery after recovery")
+
+
+def test_delete_stops_the_retries_of_an_older_version(api, sandbox, start_consumer):
+    start_consumer("indeed")
+    posting_id = create(api, "Short-lived")
+    wait_until(lambda: applied(sandbox, "indeed", posting_id) == [0], 30, "version 0")
+    sandbox.faults("indeed", "rate_limit", retry_after_s=20, posting_ids=[posting_id])
+    replace(api, posting_id, "Short-lived, v1")
+    wait_until(lambda: sandbox.posting("indeed", posting_id)["requests"] >= 2, 30, "v1 to be refused")
+
+    sandbox.faults("indeed", "none")
+    delete(api, posting_id)
+
+    wait_until(
+        lambda: sandbox.posting("indeed", posting_id)["status"] == "closed", 30, "the board to close it"
+    )
+    assert applied(sandbox, "indeed", posting_id) == [0, 2]  # v1 was never applied: the delete superseded it
+    wait_until(
+        lambda: deliveries(api, posting_id)["destinations"]["indeed"]["status"] == "closed", 30, "closed"
+    )
+
+
+def first_attempt_at(api: ApiProcess, posting_id: str):
+    """The first-attempt time, as recorded in jobpost.deliveries (read through the API's view)."""
+    response = httpx.get(f"{api.url}/postings/{posting_id}/deliveries", headers=api.headers)
+    return response.json()["destinations"]["linkedin"].get("first_attempt_at")
+
+
+def dead_letters(kafka, topic: str) -> list[dict]:
+    found: list[dict] = []
+
+    def take(message) -> None:
+        headers = {k: v.decode() for k, v in message.headers() or []}
+        found.append({"key": message.key(), "value": message.value(), "headers": headers})
+
+    replay(kafka, topic, range(kafka.partitions), take)
+    return found
