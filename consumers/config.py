@@ -21,7 +21,7 @@ class ConsumerSettings(BaseSettings):
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     destination: Literal["linkedin", "indeed"] = "linkedin"
-    group_id: str | None = Field(default=None, description="default: jobpost-<destination>")
+    group_id: str | None = Field(default=None, description="default: <topic prefix>-<destination>")
     max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
     session_timeout_ms: int = Field(
@@ -34,4 +34,4 @@ class ConsumerSettings(BaseSettings):
 
     @property
     def group(self) -> str:
-        return self.group_id or f"jobpost-{self.destination}"
+        return self.group_id or f"{self.kafka.topic_prefix}-{self.destination}"

@@ -90,11 +90,28 @@ class Supervisor:
                 c.process.wait()
 
 
-def components(api_port: int) -> list[Component]:
+def components(api_port: int, sandbox_port: int) -> list[Component]:
+    """Every component, in start order (stopped in reverse)."""
     jobpost = [sys.executable, "-m", "jobpost.cli"]
     return [
+        Component(
+            "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
+        ),
         Component("api", [*jobpost, "api"], f"http://127.0.0.1:{api_port} (docs at /docs)"),
+        Component("linkedin", [*jobpost, "consumer", "linkedin"]),
+        Component("indeed", [*jobpost, "consumer", "indeed"]),
+        Component("indexer", [*jobpost, "indexer"]),
     ]
+
+
+def component_env(token: str, sandbox_port: int) -> dict[str, str]:
+    """The environment every component gets: the caller's, plus the token and the sandbox
+    as both boards unless real board URLs are set."""
+    sandbox = f"http://127.0.0.1:{sandbox_port}"
+    env = {**os.environ, "JOBPOST_API_TOKENS": token}
+    env.setdefault("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", f"{sandbox}/linkedin")
+    env.setdefault("JOBPOST_CONSUMER_INDEED__BASE_URL", f"{sandbox}/indeed")
+    return env
 
 
 def run() -> int:
@@ -108,16 +125,18 @@ def run() -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     try:
-        for server in servers:
+        # JOBPOST_RUN_SERVERS=false: Kafka and Elasticsearch are managed elsewhere.
+        for server in servers if os.environ.get("JOBPOST_RUN_SERVERS", "true") != "false" else []:
             print(f"starting {server.name} ...", flush=True)
             if server.start():
                 started.append(server)
         kafka = KafkaSettings()
         ensure_topics(kafka)
         token = os.environ.get("JOBPOST_API_TOKENS") or secrets.token_urlsafe(24)
-        env = {**os.environ, "JOBPOST_API_TOKENS": token}
         api_port = int(os.environ.get("JOBPOST_API_PORT", "8000"))
-        supervisor = Supervisor(components(api_port), stack_settings.dir / "logs", env)
+        sandbox_port = int(os.environ.get("JOBPOST_SANDBOX_PORT", "8090"))
+        env = component_env(token, sandbox_port)
+        supervisor = Supervisor(components(api_port, sandbox_port), stack_settings.dir / "logs", env)
         for component in supervisor.components:
             supervisor.start(component)
         _announce(stack_settings, supervisor, token)
@@ -143,7 +162,7 @@ def _announce(settings: stack.StackSettings, supervisor: Supervisor, token: str)
         *(f"  {c.name:<14} {c.address}" for c in supervisor.components if c.address),
         f"  logs           {settings.dir / 'logs'}",
         f"  API token      {token}",
-        "  e.g. curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8000/postings?q=engineer",
+        "  README.md walks through a first posting with curl.",
         "Ctrl-C stops everything.",
     ]
     print("\n".join(lines), flush=True)

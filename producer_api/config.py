@@ -16,7 +16,7 @@ class SequencerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_SEQUENCER_")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    group_id: str = "jobpost-sequencer"
+    group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
     instance_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     max_batch: int = Field(default=500, ge=1, description="commands per transaction at most")
     command_ttl_s: float = Field(
@@ -25,9 +25,14 @@ class SequencerSettings(BaseSettings):
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon the group notices a member that died"
     )
+
     transaction_timeout_ms: int = Field(
         default=10_000, description="how long a crashed member's open transaction can hold readers back"
     )
+
+    @property
+    def group(self) -> str:
+        return self.group_id or f"{self.kafka.topic_prefix}-sequencer"
 
 
 class ApiSettings(BaseSettings):
@@ -48,7 +53,11 @@ class ApiSettings(BaseSettings):
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)
     elasticsearch_url: str = "http://127.0.0.1:9200"
     search_alias: str = "job-postings"
-    sequencer_group_id: str = "jobpost-sequencer"
+    sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
+
+    @property
+    def sequencer_group(self) -> str:
+        return self.sequencer_group_id or f"{self.kafka.topic_prefix}-sequencer"
 
     def token_set(self) -> list[str]:
         return [t.strip() for t in self.tokens.get_secret_value().split(",") if t.strip()]

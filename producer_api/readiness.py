@@ -36,9 +36,9 @@ class Readiness:
         return checks
 
     def _sequencer_has_members(self) -> bool:
-        futures = self._admin.describe_consumer_groups([self.settings.sequencer_group_id], request_timeout=2)
+        futures = self._admin.describe_consumer_groups([self.settings.sequencer_group], request_timeout=2)
         try:
-            group = futures[self.settings.sequencer_group_id].result(timeout=3)
+            group = futures[self.settings.sequencer_group].result(timeout=3)
         except Exception:  # noqa: BLE001 - any failure to describe means "not known to be ready"
             return False
         return len(group.members) > 0

@@ -81,7 +81,7 @@ class _Session:
         kafka = self.settings.kafka
         self.consumer = Consumer(
             kafka.consumer_config(
-                self.settings.group_id,
+                self.settings.group,
                 **{
                     "partition.assignment.strategy": "cooperative-sticky",
                     "session.timeout.ms": self.settings.session_timeout_ms,
@@ -92,7 +92,7 @@ class _Session:
         self.producer = Producer(
             kafka.producer_config(
                 **{
-                    "transactional.id": f"{self.settings.group_id}-{self.settings.instance_id}",
+                    "transactional.id": f"{self.settings.group}-{self.settings.instance_id}",
                     "transaction.timeout.ms": self.settings.transaction_timeout_ms,
                     "linger.ms": 0,
                     # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS

@@ -15,9 +15,14 @@ class IndexerSettings(BaseSettings):
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     elasticsearch_url: str = "http://127.0.0.1:9200"
-    group_id: str = "jobpost-search-indexer"
+    group_id: str | None = Field(default=None, description="default: <topic prefix>-search-indexer")
     alias: str = Field(default="job-postings", description="searches and writes go through this alias")
     index_description: bool = Field(default=False, description="make description full-text searchable")
     replicas: int = Field(default=0, ge=0, description="replicas of each index (0 on one node)")
     max_batch: int = Field(default=1000, ge=1, description="records per bulk request at most")
+
     retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest wait between bulk retries")
+
+    @property
+    def group(self) -> str:
+        return self.group_id or f"{self.kafka.topic_prefix}-search-indexer"

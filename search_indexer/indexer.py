@@ -57,7 +57,7 @@ class SearchIndexer:
         kafka = self.settings.kafka
         consumer = Consumer(
             kafka.consumer_config(
-                self.settings.group_id,
+                self.settings.group,
                 # An outage of the search server holds a batch while it is retried.
                 **{"max.poll.interval.ms": 900_000},
             )

@@ -32,8 +32,6 @@ def kafka_env(kafka: KafkaSettings) -> dict[str, str]:
         "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
         "JOBPOST_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
         "JOBPOST_KAFKA_PARTITIONS": str(kafka.partitions),
-        "JOBPOST_SEQUENCER_GROUP_ID": f"{kafka.topic_prefix}-sequencer",
-        "JOBPOST_API_SEQUENCER_GROUP_ID": f"{kafka.topic_prefix}-sequencer",
     }
 
 

@@ -44,7 +44,6 @@ def consumer_env(kafka, sandbox) -> Callable[[str], dict[str, str]]:
     def env(destination: str) -> dict[str, str]:
         return {
             **kafka_env(kafka),
-            "JOBPOST_CONSUMER_GROUP_ID": f"{kafka.topic_prefix}-{destination}",
             "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox.url}/linkedin",
             "JOBPOST_CONSUMER_INDEED__BASE_URL": f"{sandbox.url}/indeed",
             "JOBPOST_CONSUMER_LINKEDIN__TIMEOUT_S": "1",

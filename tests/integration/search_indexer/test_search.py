@@ -29,7 +29,6 @@ def indexer_env(kafka, elasticsearch_url, alias) -> dict[str, str]:
         **kafka_env(kafka),
         "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
         "JOBPOST_INDEXER_ALIAS": alias,
-        "JOBPOST_INDEXER_GROUP_ID": f"{kafka.topic_prefix}-indexer",
         "JOBPOST_INDEXER_RETRY_MAX_WAIT_S": "1",
     }
 

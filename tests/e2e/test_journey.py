@@ -1,0 +1,157 @@
+"""The README journey, against the whole system started the way `make run` starts it."""
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import Process, free_port, kafka_env, wait_until
+
+TOKEN = "journey-token"
+
+
+class System:
+    def __init__(self, process: Process, api: str, sandbox: str, prefix: str) -> None:
+        self.process = process
+        self.api = api
+        self.sandbox = sandbox
+        self.prefix = prefix
+        self.http = httpx.Client(base_url=api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=15)
+
+    def children(self, command: str) -> list[int]:
+        """Pids of this system's component processes running `jobpost <command>`."""
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                environ = (proc / "environ").read_bytes()
+            except (OSError, ValueError):
+                continue
+            if (
+                f"jobpost.cli {command}" in cmdline
+                and f"JOBPOST_KAFKA_TOPIC_PREFIX={self.prefix}".encode() in environ
+            ):
+                found.append(int(proc.name))
+        return found
+
+    def board(self, board: str, posting_id: str) -> dict:
+        response = httpx.get(f"{self.sandbox}/_sandbox/{board}/postings/{posting_id}")
+        return response.json() if response.status_code == 200 else {"versions": [], "status": None}
+
+    def progress(self, posting_id: str) -> dict:
+        return self.http.get(f"/postings/{posting_id}/deliveries").json()["destinations"]
+
+    def titles(self, q: str) -> list[tuple[str, int]]:
+        response = self.http.get("/postings", params={"q": q})
+        return (
+            [(i["id"], i["version"]) for i in response.json()["items"]]
+            if response.status_code == 200
+            else [None]
+        )
+
+
+@pytest.fixture
+def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+    api_port, sandbox_port = free_port(), free_port()
+    env = {
+        **kafka_env(kafka),
+        "JOBPOST_API_PORT": str(api_port),
+        "JOBPOST_SANDBOX_PORT": str(sandbox_port),
+        "JOBPOST_API_TOKENS": TOKEN,
+        "JOBPOST_API_ELASTICSEARCH_URL": elasticsearch_url,
+        "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
+        "JOBPOST_API_SEARCH_ALIAS": f"{unique}-postings",
+        "JOBPOST_INDEXER_ALIAS": f"{unique}-postings",
+        "JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S": "0.5",
+        "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
+        "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
+    }
+    process = Process("make-run", ["run"], env)
+    system = System(
+        process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{sandbox_port}", kafka.topic_prefix
+    )
+
+    def ready() -> bool:
+        assert process.popen.poll() is None, process.log_tail()
+        try:
+            return httpx.get(f"{system.api}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(ready, 90, "the whole system to be ready")
+    yield system
+    process.stop()
+
+
+def test_the_readme_journey(system: System):
+    http = system.http
+    created = http.post(
+        "/postings", json={"title": "Senior Data Engineer", "description": "Streaming pipelines"}
+    )
+    assert created.status_code == 201
+    posting_id = created.json()["id"]
+    for title in ("Staff Data Engineer", "Principal Data Engineer"):
+        assert (
+            http.put(f"/postings/{posting_id}", json={"title": title, "description": "Streaming"}).status_code
+            == 200
+        )
+
+    wait_until(lambda: system.titles("principal") == [(posting_id, 2)], 60, "search to find version 2")
+    for board in ("linkedin", "indeed"):
+        wait_until(
+            lambda: system.board(board, posting_id)["versions"] == [0, 1, 2], 60, f"{board} to apply 0..2"
+        )
+    destinations = ("linkedin", "indeed", "search")
+    reported = lambda: all(system.progress(posting_id)[d]["delivered_version"] == 2 for d in destinations)  # noqa: E731
+    wait_until(reported, 30, "deliveries to report version 2")
+
+    # LinkedIn fails; Indeed proceeds while LinkedIn retries.
+    assert httpx.put(f"{system.sandbox}/_sandbox/linkedin/faults", json={"mode": "error"}).status_code == 200
+    http.put(f"/postings/{posting_id}", json={"title": "Head of Data", "description": "Streaming"})
+    wait_until(
+        lambda: system.board("indeed", posting_id)["versions"] == [0, 1, 2, 3], 30, "Indeed to apply v3"
+    )
+    wait_until(
+        lambda: system.progress(posting_id)["linkedin"]["status"] == "retrying", 30, "LinkedIn retrying"
+    )
+
+    # A component killed meanwhile is restarted by the supervisor.
+    (indeed_pid,) = system.children("consumer indeed")
+    os.kill(indeed_pid, signal.SIGKILL)
+    wait_until(lambda: system.children("consumer indeed") not in ([], [indeed_pid]), 30, "indeed restarted")
+
+    assert httpx.put(f"{system.sandbox}/_sandbox/linkedin/faults", json={"mode": "none"}).status_code == 200
+    wait_until(
+        lambda: system.board("linkedin", posting_id)["versions"] == [0, 1, 2, 3], 60, "LinkedIn catch-up"
+    )
+
+    assert http.delete(f"/postings/{posting_id}").json() == {
+        "id": posting_id,
+        "version": 4,
+        "status": "deleted",
+    }
+    for board in ("linkedin", "indeed"):
+        wait_until(lambda: system.board(board, posting_id)["status"] == "closed", 60, f"{board} to close it")
+    assert system.board("indeed", posting_id)["versions"] == [0, 1, 2, 3, 4]  # exactly once each, in order
+    wait_until(lambda: system.titles("head") == [], 60, "search to drop the deleted posting")
+    assert http.get(f"/postings/{posting_id}").status_code == 410
+
+    metrics = httpx.get(f"{system.api}/metrics").text
+    for series in ("jobpost_api_request_seconds_count", "jobpost_sequencer_batch_commands_count"):
+        assert series in metrics
+
+
+def test_stopping_make_run_leaves_no_process_behind(system: System):
+    components = {
+        c: system.children(c) for c in ("api", "sandbox", "consumer linkedin", "consumer indeed", "indexer")
+    }
+    assert all(len(pids) == 1 for pids in components.values()), components
+
+    system.process.popen.send_signal(signal.SIGTERM)
+    system.process.popen.wait(60)
+
+    for command in components:
+        assert system.children(command) == [], command
