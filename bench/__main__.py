@@ -1,10 +1,10 @@
-"""`python -m bench [write]` runs the benchmarks against the local servers and prints numbers."""
+"""`python -m bench [write] [delivery] [search]`: run benchmarks on the local servers, print numbers."""
 
 import sys
 
-from bench import write_path
+from bench import delivery, search, write_path
 
-BENCHMARKS = {"write": write_path.main}
+BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(BENCHMARKS)

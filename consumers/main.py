@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 from confluent_kafka import Consumer, TopicPartition
+from prometheus_client import start_http_server
 
 from consumers.boards.indeed import IndeedAdapter
 from consumers.boards.linkedin import LinkedInAdapter
@@ -27,6 +28,8 @@ def make_board(settings: ConsumerSettings, client: httpx.AsyncClient) -> Board:
 
 def run_consumer(destination: str) -> None:
     settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr="127.0.0.1")
 
     async def main() -> None:
         limits = httpx.Limits(max_connections=settings.max_in_flight)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ class Faults(BaseModel):
 @dataclass
 class SandboxPosting:
     versions: list[int] = field(default_factory=list)
+    applied_at_ms: list[int] = field(default_factory=list)
     status: Literal["open", "closed"] = "open"
     requests: int = 0
     duplicates: int = 0
@@ -86,6 +88,8 @@ def create_sandbox() -> FastAPI:
         else:
             status, body = 200, apply(posting, int(version), await request.json())
             state.answered[key] = (status, body)
+            if len(posting.applied_at_ms) < len(posting.versions):
+                posting.applied_at_ms.append(time.time_ns() // 1_000_000)
         if fault == "lose_response":
             return _LostResponse()
         return JSONResponse(body, status)
@@ -130,6 +134,7 @@ def create_sandbox() -> FastAPI:
             raise HTTPException(404, "the board never saw this posting")
         return {
             "versions": posting.versions,
+            "applied_at_ms": posting.applied_at_ms,
             "status": posting.status,
             "requests": posting.requests,
             "duplicates": posting.duplicates,

@@ -26,6 +26,7 @@ class Component:
     name: str
     argv: list[str]
     address: str = ""
+    env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff: float = 1.0
@@ -48,7 +49,7 @@ class Supervisor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.env,
+                env={**self.env, **component.env},
                 start_new_session=True,
             )
         component.started_at = time.monotonic()
@@ -93,14 +94,20 @@ class Supervisor:
 def components(api_port: int, sandbox_port: int) -> list[Component]:
     """Every component, in start order (stopped in reverse)."""
     jobpost = [sys.executable, "-m", "jobpost.cli"]
+    metrics = int(os.environ.get("JOBPOST_METRICS_PORT_BASE", "9101"))
     return [
         Component(
             "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
         ),
         Component("api", [*jobpost, "api"], f"http://127.0.0.1:{api_port} (docs at /docs)"),
-        Component("linkedin", [*jobpost, "consumer", "linkedin"]),
-        Component("indeed", [*jobpost, "consumer", "indeed"]),
-        Component("indexer", [*jobpost, "indexer"]),
+        *(
+            Component(name, argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
+            for name, argv, variable, port in (
+                ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", metrics),
+                ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", metrics + 1),
+                ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", metrics + 2),
+            )
+        ),
     ]
 
 

@@ -14,7 +14,7 @@ def dead_letter_headers(
     attempts: int,
     first_attempt_ms: int | None = None,
     last_attempt_ms: int | None = None,
-) -> list[tuple[str, bytes]]:
+) -> list[tuple[str, str | bytes | None]]:
     now = time.time_ns() // 1_000_000
     return [
         ("jobpost.error", error.encode()[:4000]),

@@ -21,6 +21,7 @@ class IndexerSettings(BaseSettings):
     replicas: int = Field(default=0, ge=0, description="replicas of each index (0 on one node)")
     max_batch: int = Field(default=1000, ge=1, description="records per bulk request at most")
 
+    metrics_port: int = Field(default=0, ge=0, description="serve /metrics on 127.0.0.1:<port> (0: off)")
     retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest wait between bulk retries")
 
     @property

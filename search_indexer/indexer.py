@@ -99,8 +99,8 @@ class SearchIndexer:
             indexed: list[tuple[Message, dict[str, Any]]] = []
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
-            for message, error in rejected:
-                self._dead_letter(producer, message, error)
+            for message, reason in rejected:
+                self._dead_letter(producer, message, reason)
             self._record_progress(producer, indexed)
         BULK_SECONDS.observe(time.perf_counter() - started)
 

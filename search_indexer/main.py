@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import signal
 
+from prometheus_client import start_http_server
+
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import SearchIndexer
 from search_indexer.reindex import reindex
 
 
 def run_indexer() -> None:
-    indexer = SearchIndexer(IndexerSettings())
+    settings = IndexerSettings()
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr="127.0.0.1")
+    indexer = SearchIndexer(settings)
     signal.signal(signal.SIGTERM, lambda *_: indexer.stop())
     signal.signal(signal.SIGINT, lambda *_: indexer.stop())
     indexer.run()

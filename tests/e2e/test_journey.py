@@ -19,6 +19,7 @@ class System:
         self.api = api
         self.sandbox = sandbox
         self.prefix = prefix
+        self.metrics: list[str] = []
         self.http = httpx.Client(base_url=api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=15)
 
     def children(self, command: str) -> list[int]:
@@ -56,6 +57,7 @@ class System:
 @pytest.fixture
 def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
     api_port, sandbox_port = free_port(), free_port()
+    metrics_port = 20_000 + os.getpid() % 10_000
     env = {
         **kafka_env(kafka),
         "JOBPOST_API_PORT": str(api_port),
@@ -68,11 +70,13 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         "JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S": "0.5",
         "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
         "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
+        "JOBPOST_METRICS_PORT_BASE": str(metrics_port),
     }
     process = Process("make-run", ["run"], env)
     system = System(
         process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{sandbox_port}", kafka.topic_prefix
     )
+    system.metrics = [f"http://127.0.0.1:{metrics_port + n}/metrics" for n in range(3)]
 
     def ready() -> bool:
         assert process.popen.poll() is None, process.log_tail()
@@ -142,6 +146,10 @@ def test_the_readme_journey(system: System):
     metrics = httpx.get(f"{system.api}/metrics").text
     for series in ("jobpost_api_request_seconds_count", "jobpost_sequencer_batch_commands_count"):
         assert series in metrics
+    linkedin, indeed, indexer = (httpx.get(url).text for url in system.metrics)
+    assert 'jobpost_deliveries_total{destination="linkedin",outcome="delivered"}' in linkedin
+    assert 'jobpost_delivery_attempts_total{destination="indeed"}' in indeed
+    assert 'jobpost_indexer_documents_total{outcome="indexed"}' in indexer
 
 
 def test_stopping_make_run_leaves_no_process_behind(system: System):

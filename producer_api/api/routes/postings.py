@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
@@ -30,11 +30,13 @@ router = APIRouter(
     },
 )
 PostingId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")]
-_REFUSED = {
+_REFUSED: dict[int | str, dict[str, Any]] = {
     404: {"model": ProblemOut, "description": "no posting has this id"},
     410: {"model": ProblemOut, "description": "the posting was deleted"},
 }
-_UNAVAILABLE = {503: {"model": ProblemOut, "description": "not sequenced in time; retry with the same key"}}
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ProblemOut, "description": "not answered in time; retry (a write: with the same key)"}
+}
 
 
 @router.post(

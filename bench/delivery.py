@@ -1,0 +1,149 @@
+"""Delivery: the key-ordered runner against a plain one-record-at-a-time consumer.
+
+1,000 postings x (create + 3 updates) written straight to a postings topic, the sandbox
+answering after 50 ms. Then the end-to-end latency from accepted write to applied at both
+boards, through the real API, sequencer and consumers, with healthy boards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import httpx
+from confluent_kafka import Consumer, Producer
+
+from bench.common import local_kafka, percentiles
+from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.config import ConsumerSettings
+from consumers.runner import DELIVERIES, DeliveryRunner
+from jobpost import stack
+from schemas import codec
+from schemas.kafka import KafkaSettings
+from tests.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+
+LATENCY_MS = 50
+POSTINGS, VERSIONS = 1000, 4
+
+
+def write_updates(kafka: KafkaSettings) -> int:
+    producer = Producer(kafka.producer_config())
+    for n in range(POSTINGS):
+        posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
+        for version in range(VERSIONS):
+            update = {
+                "posting_id": posting_id, "version": version, "op": "CREATED" if version == 0 else "UPDATED",
+                "idempotency_key": f"{posting_id}:{version}", "request_id": uuid.uuid4().hex,
+                "posting": {"title": "Bench", "description": "x" * 200, "notes": ""},
+                "last_update_time_millis": 0, "accepted_at": 0,
+            }  # fmt: skip
+            producer.produce(
+                f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
+            )
+        producer.poll(0)
+    producer.flush(30)
+    return POSTINGS * VERSIONS
+
+
+def delivered() -> float:
+    return sum(s.value for m in DELIVERIES.collect() for s in m.samples if s.name.endswith("_total"))
+
+
+async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
+    settings = ConsumerSettings(kafka=kafka, destination="linkedin", group_id=f"{kafka.topic_prefix}-runner")
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=settings.max_in_flight)) as client:
+        runner = DeliveryRunner(
+            settings, LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
+        )
+        task = asyncio.create_task(runner.run())
+        before = delivered()
+        while delivered() - before < 1:
+            await asyncio.sleep(0.01)
+        started = time.perf_counter()
+        while delivered() - before < total:
+            await asyncio.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        runner.stop()
+        await task
+    return (total - 1) / elapsed
+
+
+async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
+    """poll one record, call the board, commit; repeat."""
+    consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
+    consumer.subscribe([f"{kafka.topic_prefix}.postings"])
+    async with httpx.AsyncClient() as client:
+        board = LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
+        done, started = 0, None
+        while done < sample:
+            message = consumer.poll(1.0)
+            if message is None or message.error():
+                continue
+            started = started or time.perf_counter()
+            await board.upsert(codec.posting_updates().decode(message.value()))
+            consumer.commit(message, asynchronous=False)
+            done += 1
+    consumer.close()
+    return sample / (time.perf_counter() - (started or 0))
+
+
+def end_to_end(kafka: KafkaSettings, sandbox: str, env: dict[str, str], writes: int = 200) -> list[float]:
+    api = ApiProcess(kafka, "bench", stack.StackSettings().elasticsearch_url)
+    consumers = [Process(f"bench-{d}", ["consumer", d], env) for d in ("linkedin", "indeed")]
+    try:
+        api.wait_ready()
+        ids = []
+        with httpx.Client(headers=api.headers, timeout=30) as http:
+            for n in range(writes):
+                ids.append(
+                    http.post(f"{api.url}/postings", json={"title": f"E2E {n}", "description": ""}).json()
+                )
+                time.sleep(0.02)
+        latencies = []
+        for posting in ids:
+            for board in ("linkedin", "indeed"):
+                url = f"{sandbox}/_sandbox/{board}/postings/{posting['id']}"
+                seen = wait_until(lambda: httpx.get(url).json().get("applied_at_ms"), 60, "delivery")
+                latencies.append((seen[0] - posting["last_update_time_millis"]) / 1000)
+        return latencies
+    finally:
+        api.stop()
+        for c in consumers:
+            c.stop()
+
+
+def main() -> None:
+    port = free_port()
+    sandbox_process = Process("bench-sandbox", ["sandbox", "--port", str(port)], {})
+    sandbox = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(sandbox), 30, "sandbox")
+    try:
+        httpx.put(f"{sandbox}/_sandbox/linkedin/faults", json={"mode": "none", "latency_ms": LATENCY_MS})
+        kafka = local_kafka()
+        total = write_updates(kafka)
+        runner = asyncio.run(runner_rate(kafka, sandbox, total))
+        plain = asyncio.run(plain_rate(kafka, sandbox, 100))
+        ideal = ConsumerSettings().max_in_flight / (LATENCY_MS / 1000)
+        print(
+            f"runner: {runner:.0f} records/s; plain consumer: {plain:.1f} records/s ({runner / plain:.1f}x)"
+        )
+        print(f"ideal max_in_flight / latency: {ideal:.0f} records/s; runner reaches {runner / ideal:.0%}")
+        httpx.delete(f"{sandbox}/_sandbox")
+        fresh = local_kafka()
+        env = {
+            **kafka_env(fresh),
+            "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox}/linkedin",
+            "JOBPOST_CONSUMER_INDEED__BASE_URL": f"{sandbox}/indeed",
+        }
+        latencies = end_to_end(fresh, sandbox, env)
+        print(f"accepted write -> applied at a board (healthy boards): {percentiles(latencies)}")
+    finally:
+        sandbox_process.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/docs").status_code == 200
+    except httpx.HTTPError:
+        return False
