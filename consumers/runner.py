@@ -26,7 +26,8 @@ from consumers.errors import RejectedError, RetryableError
 from consumers.offsets import OffsetTracker
 from consumers.retry import RetryPolicy
 from schemas import codec
-from schemas.dead_letters import dead_letter_headers
+from schemas.dead_letters import DEAD_LETTERS, dead_letter_headers
+from schemas.kafka import record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -36,7 +37,6 @@ DELIVERIES = Counter(
     "jobpost_deliveries_total", "Delivery outcomes by destination", ["destination", "outcome"]
 )
 ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Board calls by destination", ["destination"])
-DEAD_LETTERS = Counter("jobpost_dead_letters_total", "Records sent to a dead-letter topic", ["destination"])
 
 
 class Board(Protocol):
@@ -110,11 +110,11 @@ class DeliveryRunner:
         last_commit = time.monotonic()
         try:
             while not self._stop.is_set():
-                message = self.consumer.poll(0)
-                if message is None:
-                    await asyncio.sleep(0.005)
-                else:
+                messages = self.consumer.consume(num_messages=500, timeout=0)
+                for message in messages:
                     self._take(message)
+                # Let the board calls run: sleep a little when idle, just yield when busy.
+                await asyncio.sleep(0 if messages else 0.005)
                 self.producer.poll(0)
                 self._apply_backpressure()
                 if time.monotonic() - last_commit >= self.settings.commit_interval_s:
@@ -166,6 +166,8 @@ class DeliveryRunner:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
             log.warning("commit failed (will retry): %s", exc)
+            return
+        record_lag(self.consumer, self.settings.group, offsets)
 
     def _apply_backpressure(self) -> None:
         assert self.consumer is not None
@@ -256,6 +258,12 @@ class DeliveryRunner:
                     self._dead_letter(record, f"retries spent: {exc}", attempts, first)
                     return
                 self._write_state(record, "RETRYING", attempts, first, now_ms() + int(wait * 1000), str(exc))
+                context = {
+                    "posting_id": update["posting_id"],
+                    "version": record.version,
+                    "destination": self.destination,
+                }
+                log.info("attempt %d failed, next in %.1f s: %s", attempts, wait, exc, extra=context)
                 await self._wait(lane, wait)
                 continue
             self._write_state(
@@ -309,9 +317,12 @@ class DeliveryRunner:
 
     def _dead_letter(self, record: _Record, error: str, attempts: int, first: int | None) -> None:
         message = record.message
-        log.error(
-            "dead-lettering %s version %d for %s: %s", message.key(), record.version, self.destination, error
-        )
+        context = {
+            "posting_id": message.key().decode(),
+            "version": record.version,
+            "destination": self.destination,
+        }
+        log.error("dead-lettered: %s", error, extra=context)
         DEAD_LETTERS.labels(self.destination).inc()
         DELIVERIES.labels(self.destination, "dead_lettered").inc()
         self.producer.produce(

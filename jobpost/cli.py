@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _consumer(args: argparse.Namespace) -> int:
-    _logging()
+    _logging(args.destination)
     from consumers.main import run_consumer
 
     run_consumer(args.destination)
@@ -105,13 +105,19 @@ def _sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+def _logging(component: str) -> None:
+    """Services log JSON lines; the commands a person runs log plain text."""
+    if component in ("run", "reindex"):
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    else:
+        from schemas.logs import configure
+
+        configure(component)
 
 
 def _component(name: str):  # type: ignore[no-untyped-def]
     def run(_args: argparse.Namespace) -> int:
-        _logging()
+        _logging(name)
         if name == "run":
             from jobpost.supervisor import run as supervise
 

@@ -19,7 +19,8 @@ def run_api() -> None:
     app = create_app(
         settings, SequencerSettings(kafka=settings.kafka) if settings.embedded_sequencer else None
     )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+    # log_config=None: uvicorn logs through the root handler, as JSON lines like the rest.
+    uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_config=None)
 
 
 def run_sequencer() -> None:

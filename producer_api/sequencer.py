@@ -24,7 +24,7 @@ from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
 from schemas import codec
 from schemas.codec import SerializationError
-from schemas.kafka import poll_batch
+from schemas.kafka import poll_batch, record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -147,6 +147,7 @@ class _Session:
     def _process(self, messages: list[Message]) -> None:
         started = time.perf_counter()
         offsets: dict[int, int] = {}
+        positions: list[TopicPartition] = []
         self.producer.begin_transaction()
         for message in messages:
             error = message.error()
@@ -160,6 +161,7 @@ class _Session:
             positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
             self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(), 30)
         self.producer.commit_transaction(30)
+        record_lag(self.consumer, self.settings.group, positions)
         BATCH_SIZE.observe(len(messages))
         TRANSACTION_SECONDS.observe(time.perf_counter() - started)
 
@@ -173,7 +175,8 @@ class _Session:
             return
         now = now_millis()
         if now - command["received_at"] > self.settings.command_ttl_s * 1000:
-            log.warning("dropping expired command %s for %s", command["request_id"], command["posting_id"])
+            context = {"posting_id": command["posting_id"]}
+            log.warning("dropped an expired command %s", command["request_id"], extra=context)
             COMMANDS.labels("expired").inc()
             return
         decision = self.states[message.partition()].decide(command, now)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import time
 
+from prometheus_client import Counter
+
+DEAD_LETTERS = Counter("jobpost_dead_letters_total", "Records sent to a dead-letter topic", ["destination"])
+
 
 def dead_letter_headers(
     error: str,

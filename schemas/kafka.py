@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from prometheus_client import Gauge
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -77,3 +78,20 @@ def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Me
     return (
         [first, *consumer.consume(num_messages=max_messages - 1, timeout=0)] if max_messages > 1 else [first]
     )
+
+
+CONSUMER_LAG = Gauge(
+    "jobpost_consumer_lag", "Records not yet committed, by group and partition", ["group", "partition"]
+)
+
+
+def record_lag(consumer: Consumer, group: str, committed: list[TopicPartition]) -> None:
+    """Publish end offset minus committed offset for each partition just committed
+    (the end comes from the consumer's cached fetch metadata: no extra request)."""
+    for tp in committed:
+        try:
+            _, high = consumer.get_watermark_offsets(tp, cached=True)
+        except KafkaException:
+            continue
+        if high >= 0:
+            CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))

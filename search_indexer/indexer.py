@@ -22,8 +22,8 @@ from tenacity import Retrying, retry_if_exception, wait_exponential
 
 from schemas import codec
 from schemas.codec import SerializationError
-from schemas.dead_letters import dead_letter_headers
-from schemas.kafka import poll_batch
+from schemas.dead_letters import DEAD_LETTERS, dead_letter_headers
+from schemas.kafka import poll_batch, record_lag
 from schemas.topics import Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 DOCUMENTS = Counter("jobpost_indexer_documents_total", "Documents by outcome", ["outcome"])
 BULK_SECONDS = Histogram("jobpost_indexer_bulk_seconds", "Time for one poll to settle in the index")
-DEAD_LETTERS = Counter("jobpost_dead_letters_total", "Records sent to a dead-letter topic", ["destination"])
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
 
@@ -70,7 +69,9 @@ class SearchIndexer:
                 if messages:
                     self._settle(messages, producer)
                     producer.flush(30)
-                    consumer.commit(offsets=_next_offsets(messages), asynchronous=False)
+                    offsets = _next_offsets(messages)
+                    consumer.commit(offsets=offsets, asynchronous=False)
+                    record_lag(consumer, self.settings.group, offsets)
         finally:
             consumer.close()
             producer.flush(10)
@@ -152,7 +153,12 @@ class SearchIndexer:
         return retrying(attempt)
 
     def _dead_letter(self, producer: Producer, message: Message, error: str) -> None:
-        log.error("dead-lettering %s@%d: %s", message.key(), message.offset(), error)
+        context = {
+            "posting_id": message.key().decode(),
+            "partition": message.partition(),
+            "offset": message.offset(),
+        }
+        log.error("dead-lettered: %s", error, extra=context)
         DEAD_LETTERS.labels("search-indexer").inc()
         producer.produce(
             self.topics.dlq("search-indexer"),

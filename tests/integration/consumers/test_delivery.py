@@ -1,6 +1,9 @@
 """Delivery to the boards through the real runner, real Kafka and the sandbox."""
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 
 import httpx
@@ -235,3 +238,39 @@ def dead_letters(kafka, topic: str) -> list[dict]:
 
     replay(kafka, topic, range(kafka.partitions), take)
     return found
+
+
+def test_dead_letters_are_listed_and_redriven_unless_superseded(
+    api, sandbox, start_consumer, consumer_env, kafka
+):
+    start_consumer("linkedin")
+    alone, overtaken = create(api, "Redrive Alone"), create(api, "Redrive Overtaken")
+    for posting_id in (alone, overtaken):
+        wait_until(lambda: applied(sandbox, "linkedin", posting_id) == [0], 30, "version 0")
+    sandbox.faults("linkedin", "reject", posting_ids=[alone, overtaken])
+    replace(api, alone, "Redrive Alone, v1")
+    replace(api, overtaken, "Redrive Overtaken, v1")
+    wait_until(
+        lambda: len(dead_letters(kafka, f"{kafka.topic_prefix}.linkedin.dlq")) == 2, 30, "two dead letters"
+    )
+    sandbox.faults("linkedin", "none")
+    replace(api, overtaken, "Redrive Overtaken, v2")
+    wait_until(lambda: applied(sandbox, "linkedin", overtaken) == [0, 2], 30, "v2 of the overtaken posting")
+
+    def jobpost(*args: str) -> str:
+        env = {**os.environ, **consumer_env("linkedin")}
+        command = [sys.executable, "-m", "jobpost.cli", *args]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    listing = jobpost("dlq", "list", "linkedin")
+    assert f"{alone} version 1 (UPDATED): 1 attempts" in listing
+    assert f"{overtaken} version 1" in listing
+
+    report = jobpost("dlq", "redrive", "linkedin")
+
+    assert f"{alone} version 1: delivered" in report
+    assert f"{overtaken} version 1: skipped" in report
+    assert applied(sandbox, "linkedin", alone) == [0, 1]
+    assert applied(sandbox, "linkedin", overtaken) == [0, 2]
