@@ -26,7 +26,7 @@ from consumers.errors import RejectedError, RetryableError
 from consumers.offsets import OffsetTracker
 from consumers.retry import RetryPolicy
 from schemas import codec
-from schemas.dead_letters import DEAD_LETTERS, dead_letter_headers
+from schemas.dead_letters import send_dead_letter
 from schemas.kafka import record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -317,25 +317,10 @@ class DeliveryRunner:
 
     def _dead_letter(self, record: _Record, error: str, attempts: int, first: int | None) -> None:
         message = record.message
-        context = {
-            "posting_id": message.key().decode(),
-            "version": record.version,
-            "destination": self.destination,
-        }
-        log.error("dead-lettered: %s", error, extra=context)
-        DEAD_LETTERS.labels(self.destination).inc()
         DELIVERIES.labels(self.destination, "dead_lettered").inc()
-        self.producer.produce(
-            self.topics.dlq(self.destination),
-            key=message.key(),
-            value=message.value(),
-            headers=dead_letter_headers(
-                error,
-                topic=message.topic(),
-                partition=message.partition(),
-                offset=message.offset(),
-                attempts=attempts,
-                first_attempt_ms=first,
-            ),
-        )
+        dlq = self.topics.dlq(self.destination)
+        send_dead_letter(
+            self.producer, dlq, self.destination, message, error, attempts=attempts, first_attempt_ms=first,
+            version=record.version,
+        )  # fmt: skip
         self._write_state(record, "FAILED", attempts, first, None, error)

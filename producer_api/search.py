@@ -21,7 +21,8 @@ class SearchUnavailable(Exception):
 
 class TitleSearch:
     def __init__(self, url: str, alias: str) -> None:
-        self.es = Elasticsearch(url, max_retries=1, request_timeout=10)
+        # 503 also answers while a new index starts its shard: worth a quick second try.
+        self.es = Elasticsearch(url, max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
         self.alias = alias
 
     async def search(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
+from confluent_kafka import Message, Producer
 from prometheus_client import Counter
+
+log = logging.getLogger(__name__)
 
 DEAD_LETTERS = Counter("jobpost_dead_letters_total", "Records sent to a dead-letter topic", ["destination"])
 
@@ -29,3 +33,31 @@ def dead_letter_headers(
         ("jobpost.source_partition", str(partition).encode()),
         ("jobpost.source_offset", str(offset).encode()),
     ]
+
+
+def send_dead_letter(
+    producer: Producer,
+    dlq_topic: str,
+    destination: str,
+    message: Message,
+    error: str,
+    *,
+    attempts: int = 1,
+    first_attempt_ms: int | None = None,
+    version: int | None = None,
+) -> None:
+    """Write `message` unchanged to the dead-letter topic, with headers saying why; count
+    and log it."""
+    topic = message.topic() or ""
+    context = {"posting_id": (message.key() or b"").decode(), "version": version, "destination": destination}
+    log.error("dead-lettered: %s", error, extra=context)
+    DEAD_LETTERS.labels(destination).inc()
+    headers = dead_letter_headers(
+        error,
+        topic=topic,
+        partition=message.partition() or 0,
+        offset=message.offset() or 0,
+        attempts=attempts,
+        first_attempt_ms=first_attempt_ms,
+    )
+    producer.produce(dlq_topic, key=message.key(), value=message.value(), headers=headers)

@@ -7,6 +7,7 @@ idempotence; every reader of a transactional topic uses `read_committed`.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -85,13 +86,20 @@ CONSUMER_LAG = Gauge(
 )
 
 
+_LAG_EVERY_S = 5.0
+_lag_recorded_at: dict[str, float] = {}
+
+
 def record_lag(consumer: Consumer, group: str, committed: list[TopicPartition]) -> None:
-    """Publish end offset minus committed offset for each partition just committed
-    (the end comes from the consumer's cached fetch metadata: no extra request)."""
+    """Publish end offset minus committed offset for each partition just committed, at
+    most every few seconds per group (asking the broker for the end costs a request)."""
+    now = time.monotonic()
+    if now - _lag_recorded_at.get(group, -_LAG_EVERY_S) < _LAG_EVERY_S:
+        return
+    _lag_recorded_at[group] = now
     for tp in committed:
         try:
-            _, high = consumer.get_watermark_offsets(tp, cached=True)
+            _, high = consumer.get_watermark_offsets(tp, timeout=2, cached=False)
         except KafkaException:
             continue
-        if high >= 0:
-            CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))
+        CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))

@@ -22,7 +22,7 @@ from tenacity import Retrying, retry_if_exception, wait_exponential
 
 from schemas import codec
 from schemas.codec import SerializationError
-from schemas.dead_letters import DEAD_LETTERS, dead_letter_headers
+from schemas.dead_letters import send_dead_letter
 from schemas.kafka import poll_batch, record_lag
 from schemas.topics import Topics
 from search_indexer import index
@@ -90,7 +90,9 @@ class SearchIndexer:
             try:
                 update = codec.posting_updates().decode(message.value())
             except SerializationError as exc:
-                self._dead_letter(producer, message, str(exc))
+                send_dead_letter(
+                    producer, self.topics.dlq("search-indexer"), "search-indexer", message, str(exc)
+                )
                 continue
             current = latest.get(update["posting_id"])
             if current is None or current[1]["version"] < update["version"]:
@@ -101,7 +103,9 @@ class SearchIndexer:
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
             for message, reason in rejected:
-                self._dead_letter(producer, message, reason)
+                send_dead_letter(
+                    producer, self.topics.dlq("search-indexer"), "search-indexer", message, reason
+                )
             self._record_progress(producer, indexed)
         BULK_SECONDS.observe(time.perf_counter() - started)
 
@@ -151,27 +155,6 @@ class SearchIndexer:
             reraise=True,
         )
         return retrying(attempt)
-
-    def _dead_letter(self, producer: Producer, message: Message, error: str) -> None:
-        context = {
-            "posting_id": message.key().decode(),
-            "partition": message.partition(),
-            "offset": message.offset(),
-        }
-        log.error("dead-lettered: %s", error, extra=context)
-        DEAD_LETTERS.labels("search-indexer").inc()
-        producer.produce(
-            self.topics.dlq("search-indexer"),
-            key=message.key(),
-            value=message.value(),
-            headers=dead_letter_headers(
-                error,
-                topic=message.topic(),
-                partition=message.partition(),
-                offset=message.offset(),
-                attempts=1,
-            ),
-        )
 
     def _record_progress(self, producer: Producer, indexed: list[tuple[Message, dict[str, Any]]]) -> None:
         now = time.time_ns() // 1_000_000

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,17 @@ class ApiProcess(Process):
             return all(checks.get(n) for n in needs)
 
         wait_until(ready, timeout, f"{self.name} to be ready")
+
+
+@contextlib.contextmanager
+def running_api(kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str) -> Iterator[ApiProcess]:
+    """An API process (with its sequencer member), ready to serve, stopped afterwards."""
+    process = ApiProcess(kafka, token, elasticsearch_url, **env)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
 
 
 def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, dict[str, Any] | None]]:

@@ -3,7 +3,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from tests.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+from tests.processes import ApiProcess, Process, free_port, kafka_env, running_api, wait_until
 
 TOKEN = "delivery-token"
 
@@ -76,9 +76,5 @@ def start_consumer(consumer_env) -> Iterator[Callable[..., Process]]:
 
 @pytest.fixture
 def api(kafka, elasticsearch_url) -> Iterator[ApiProcess]:
-    process = ApiProcess(kafka, TOKEN, elasticsearch_url)
-    try:
-        process.wait_ready()
+    with running_api(kafka, TOKEN, elasticsearch_url) as process:
         yield process
-    finally:
-        process.stop()

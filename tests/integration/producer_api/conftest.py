@@ -2,26 +2,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.processes import ApiProcess
+from tests.processes import ApiProcess, running_api
 
 TOKEN = "test-token"
 
 
 @pytest.fixture
 def api(kafka, elasticsearch_url) -> Iterator[ApiProcess]:
-    process = ApiProcess(kafka, TOKEN, elasticsearch_url)
-    try:
-        process.wait_ready()
+    with running_api(kafka, TOKEN, elasticsearch_url) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture
 def second_api(kafka, elasticsearch_url, api) -> Iterator[ApiProcess]:
-    process = ApiProcess(kafka, TOKEN, elasticsearch_url)
-    try:
-        process.wait_ready()
+    with running_api(kafka, TOKEN, elasticsearch_url) as process:
         yield process
-    finally:
-        process.stop()
