@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 
+import aiohttp
 import httpx
 from confluent_kafka import Consumer, Producer
 
@@ -52,7 +53,8 @@ def delivered() -> float:
 
 async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
     settings = ConsumerSettings(kafka=kafka, destination="linkedin", group_id=f"{kafka.topic_prefix}-runner")
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=settings.max_in_flight)) as client:
+    connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
+    async with aiohttp.ClientSession(connector=connector) as client:
         runner = DeliveryRunner(
             settings, LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
         )
@@ -73,7 +75,7 @@ async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
     """poll one record, call the board, commit; repeat."""
     consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
     consumer.subscribe([f"{kafka.topic_prefix}.postings"])
-    async with httpx.AsyncClient() as client:
+    async with aiohttp.ClientSession() as client:
         board = LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
         done, started = 0, None
         while done < sample:

@@ -6,7 +6,7 @@ import asyncio
 import signal
 from typing import Any
 
-import httpx
+import aiohttp
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import start_http_server
 
@@ -20,7 +20,7 @@ from schemas.replay import replay
 from schemas.topics import Topics
 
 
-def make_board(settings: ConsumerSettings, client: httpx.AsyncClient) -> Board:
+def make_board(settings: ConsumerSettings, client: aiohttp.ClientSession) -> Board:
     if settings.destination == "linkedin":
         return LinkedInAdapter(client, settings.linkedin)
     return IndeedAdapter(client, settings.indeed)
@@ -32,8 +32,8 @@ def run_consumer(destination: str) -> None:
         start_http_server(settings.metrics_port, addr="127.0.0.1")
 
     async def main() -> None:
-        limits = httpx.Limits(max_connections=settings.max_in_flight)
-        async with httpx.AsyncClient(limits=limits) as client:
+        connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
+        async with aiohttp.ClientSession(connector=connector) as client:
             runner = DeliveryRunner(settings, make_board(settings, client))
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -77,7 +77,7 @@ def redrive(destination: str) -> None:
     async def main() -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
         consumer.subscribe([topics.dlq(destination)])
-        async with httpx.AsyncClient() as client:
+        async with aiohttp.ClientSession() as client:
             board = make_board(settings, client)
             idle = 0
             while idle < 20:

@@ -1,37 +1,65 @@
 """One small adapter per job board: `upsert` and `close`, mapping answers to
-RetryableError / RejectedError. They know nothing of retries, Kafka or offsets."""
+RetryableError / RejectedError. They know nothing of retries, Kafka or offsets.
+
+The HTTP client is aiohttp: against the sandbox it made 3,755 calls/s where httpx made
+235 with the same 32 connections (measured; see bench/README.md).
+"""
 
 from __future__ import annotations
 
-import httpx
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
 
 from consumers.errors import RejectedError, RetryableError
 
 RETRYABLE_STATUS = {408, 429}
 
 
-def raise_for_status(response: httpx.Response, board: str) -> None:
-    """Map an HTTP status to the runner's errors (2xx passes)."""
-    status = response.status_code
-    if status < 300:
-        return
-    detail = f"{board} answered {status}: {response.text[:300]}"
-    if status in RETRYABLE_STATUS or status >= 500:
-        raise RetryableError(detail, retry_after(response))
-    raise RejectedError(detail)
+@dataclass
+class BoardResponse:
+    status: int
+    retry_after_s: float | None
+    body: Any
+    text: str
 
 
-def retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
+async def post(
+    session: aiohttp.ClientSession,
+    board: str,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    timeout_s: float,
+) -> BoardResponse:
+    """POST JSON; timeouts and connection errors become RetryableError, and an HTTP
+    status that is not 2xx becomes RetryableError or RejectedError."""
+    try:
+        async with session.post(
+            url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)
+        ) as response:
+            text = await response.text()
+            answer = BoardResponse(
+                response.status, _retry_after(response.headers.get("Retry-After")), None, text
+            )
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise RetryableError(f"{board}: {type(exc).__name__}: {exc}") from exc
+    if answer.status >= 300:
+        detail = f"{board} answered {answer.status}: {text[:300]}"
+        if answer.status in RETRYABLE_STATUS or answer.status >= 500:
+            raise RetryableError(detail, answer.retry_after_s)
+        raise RejectedError(detail)
+    try:
+        answer.body = json.loads(text)
+    except ValueError as exc:
+        raise RetryableError(f"{board} answered {answer.status} with a body that is not JSON") from exc
+    return answer
+
+
+def _retry_after(value: str | None) -> float | None:
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
-
-
-async def send(client: httpx.AsyncClient, board: str, request: httpx.Request) -> httpx.Response:
-    """Send, turning timeouts and connection errors into RetryableError."""
-    try:
-        return await client.send(request)
-    except httpx.TransportError as exc:
-        raise RetryableError(f"{board}: {type(exc).__name__}: {exc}") from exc

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import aiohttp
 from pydantic import BaseModel, SecretStr
 
-from consumers.boards import raise_for_status, send
+from consumers.boards import post
 from consumers.errors import RejectedError, RetryableError
 
 UPSERT = """
@@ -36,7 +36,7 @@ class IndeedSettings(BaseModel):
 class IndeedAdapter:
     name = "indeed"
 
-    def __init__(self, client: httpx.AsyncClient, settings: IndeedSettings) -> None:
+    def __init__(self, client: aiohttp.ClientSession, settings: IndeedSettings) -> None:
         self.client = client
         self.settings = settings
 
@@ -56,19 +56,18 @@ class IndeedAdapter:
         await self._mutate(EXPIRE, ids, update)
 
     async def _mutate(self, query: str, variables: dict[str, Any], update: dict[str, Any]) -> None:
-        request = self.client.build_request(
-            "POST",
+        response = await post(
+            self.client,
+            self.name,
             f"{self.settings.base_url}/graphql",
-            json={"query": query, "variables": {"input": variables}},
-            headers={
+            {"query": query, "variables": {"input": variables}},
+            {
                 "Authorization": f"Bearer {self.settings.access_token.get_secret_value()}",
                 "Idempotency-Key": update["idempotency_key"],
             },
-            timeout=self.settings.timeout_s,
+            self.settings.timeout_s,
         )
-        response = await send(self.client, self.name, request)
-        raise_for_status(response, self.name)
-        errors = response.json().get("errors") or []
+        errors = response.body.get("errors") or []
         if not errors:
             return
         codes = {e.get("extensions", {}).get("code", "INTERNAL_SERVER_ERROR") for e in errors}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import aiohttp
 from pydantic import BaseModel, SecretStr
 
-from consumers.boards import raise_for_status, send
+from consumers.boards import post
 from consumers.errors import RejectedError, RetryableError
 
 
@@ -26,7 +26,7 @@ class LinkedInSettings(BaseModel):
 class LinkedInAdapter:
     name = "linkedin"
 
-    def __init__(self, client: httpx.AsyncClient, settings: LinkedInSettings) -> None:
+    def __init__(self, client: aiohttp.ClientSession, settings: LinkedInSettings) -> None:
         self.client = client
         self.settings = settings
 
@@ -45,22 +45,21 @@ class LinkedInAdapter:
             "listedAt": update["last_update_time_millis"],
             "jobPostingOperationType": operation,
         }
-        request = self.client.build_request(
-            "POST",
+        response = await post(
+            self.client,
+            self.name,
             f"{self.settings.base_url}/rest/simpleJobPostings",
-            json={"elements": [element]},
-            headers={
+            {"elements": [element]},
+            {
                 "Authorization": f"Bearer {self.settings.access_token.get_secret_value()}",
                 "LinkedIn-Version": self.settings.version,
                 "X-Restli-Protocol-Version": "2.0.0",
                 "x-restli-method": "batch_create",
                 "Idempotency-Key": update["idempotency_key"],
             },
-            timeout=self.settings.timeout_s,
+            self.settings.timeout_s,
         )
-        response = await send(self.client, self.name, request)
-        raise_for_status(response, self.name)
-        (result,) = response.json()["elements"]
+        (result,) = response.body["elements"]
         status = int(result.get("status", 500))
         if status < 300 or (operation == "CLOSE" and status == 409):
             return
