@@ -7,7 +7,7 @@ import signal
 from typing import Any
 
 import aiohttp
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import start_http_server
 
 from consumers.boards.indeed import IndeedAdapter
@@ -16,6 +16,7 @@ from consumers.config import ConsumerSettings
 from consumers.errors import DeliveryError
 from consumers.runner import Board, DeliveryRunner
 from schemas import codec
+from schemas.deliveries import record_delivery
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -77,6 +78,7 @@ def redrive(destination: str) -> None:
     async def main() -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
         consumer.subscribe([topics.dlq(destination)])
+        producer = Producer(settings.kafka.producer_config())
         async with aiohttp.ClientSession() as client:
             board = make_board(settings, client)
             idle = 0
@@ -94,6 +96,18 @@ def redrive(destination: str) -> None:
                     try:
                         deleted = update["op"] == "DELETED"
                         await (board.close(update) if deleted else board.upsert(update))
+                        delivered[update["posting_id"]] = update["version"]
+                        source = dict(message.headers() or []).get("jobpost.source_partition", b"0")
+                        record_delivery(
+                            producer,
+                            topics.deliveries,
+                            int(source),
+                            destination=destination,
+                            posting_id=update["posting_id"],
+                            status="CLOSED" if deleted else "DELIVERED",
+                            delivered_version=update["version"],
+                            attempts=1,
+                        )
                         print(f"{label}: delivered")
                     except DeliveryError as exc:
                         print(f"{label}: failed again: {exc}")

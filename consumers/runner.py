@@ -27,6 +27,7 @@ from consumers.offsets import OffsetTracker
 from consumers.retry import RetryPolicy
 from schemas import codec
 from schemas.dead_letters import send_dead_letter
+from schemas.deliveries import record_delivery
 from schemas.kafka import record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -293,26 +294,22 @@ class DeliveryRunner:
     ) -> None:
         assert record.update is not None
         posting_id = record.update["posting_id"]
-        previous = self.states.get(posting_id, {})
         done = status in ("DELIVERED", "CLOSED")
-        state = {
-            "destination": self.destination,
-            "posting_id": posting_id,
-            "delivered_version": record.version if done else previous.get("delivered_version"),
-            "pending_version": None if done else record.version,
-            "status": status,
-            "attempts": attempts,
-            "first_attempt_at": first,
-            "next_attempt_at": next_at,
-            "last_error": error,
-            "updated_at": now_ms(),
-        }
-        self.states[posting_id] = state
-        self.producer.produce(
+        self.states[posting_id] = record_delivery(
+            self.producer,
             self.topics.deliveries,
-            key=f"{self.destination}/{posting_id}",
-            value=codec.delivery_states().encode(state),
-            partition=record.message.partition(),
+            record.message.partition(),
+            destination=self.destination,
+            posting_id=posting_id,
+            status=status,
+            delivered_version=record.version
+            if done
+            else self.states.get(posting_id, {}).get("delivered_version"),
+            pending_version=None if done else record.version,
+            attempts=attempts,
+            first_attempt_at=first,
+            next_attempt_at=next_at,
+            last_error=error,
         )
 
     def _dead_letter(self, record: _Record, error: str, attempts: int, first: int | None) -> None:

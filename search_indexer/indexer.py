@@ -23,6 +23,7 @@ from tenacity import Retrying, retry_if_exception, wait_exponential
 from schemas import codec
 from schemas.codec import SerializationError
 from schemas.dead_letters import send_dead_letter
+from schemas.deliveries import record_delivery
 from schemas.kafka import poll_batch, record_lag
 from schemas.topics import Topics
 from search_indexer import index
@@ -157,25 +158,15 @@ class SearchIndexer:
         return retrying(attempt)
 
     def _record_progress(self, producer: Producer, indexed: list[tuple[Message, dict[str, Any]]]) -> None:
-        now = time.time_ns() // 1_000_000
         for message, update in indexed:
-            state = {
-                "destination": "search",
-                "posting_id": update["posting_id"],
-                "delivered_version": update["version"],
-                "pending_version": None,
-                "status": "CLOSED" if update["op"] == "DELETED" else "DELIVERED",
-                "attempts": 0,
-                "first_attempt_at": None,
-                "next_attempt_at": None,
-                "last_error": None,
-                "updated_at": now,
-            }
-            producer.produce(
+            record_delivery(
+                producer,
                 self.topics.deliveries,
-                key=f"search/{update['posting_id']}",
-                value=codec.delivery_states().encode(state),
-                partition=message.partition(),
+                message.partition(),
+                destination="search",
+                posting_id=update["posting_id"],
+                status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
+                delivered_version=update["version"],
             )
 
 

@@ -274,3 +274,6 @@ def test_dead_letters_are_listed_and_redriven_unless_superseded(
     assert f"{overtaken} version 1: skipped" in report
     assert applied(sandbox, "linkedin", alone) == [0, 1]
     assert applied(sandbox, "linkedin", overtaken) == [0, 2]
+    redriven = lambda: deliveries(api, alone)["destinations"]["linkedin"]  # noqa: E731
+    wait_until(lambda: redriven()["delivered_version"] == 1, 30, "the redrive to be recorded")
+    assert redriven()["status"] == "delivered"
