@@ -235,6 +235,9 @@ class DeliveryRunner:
         if delivered is not None and record.version <= delivered:
             DELIVERIES.labels(self.destination, "replayed").inc()
             return
+        if state.get("status") == "FAILED" and state.get("pending_version") == record.version:
+            DELIVERIES.labels(self.destination, "replayed").inc()
+            return  # dead-lettered already, before a restart or rebalance replayed it
         resuming = state.get("pending_version") == record.version and state.get("status") == "RETRYING"
         attempts = int(state.get("attempts", 0)) if resuming else 0
         first = state.get("first_attempt_at") if resuming else None

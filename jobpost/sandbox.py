@@ -80,7 +80,9 @@ def create_sandbox() -> FastAPI:
             return JSONResponse(
                 {"message": "sandbox: slow down"}, 429, {"Retry-After": str(faults.retry_after_s)}
             )
-        if fault == "reject":
+        if fault == "reject" and key not in state.answered:
+            # A content decision, made when applying: a repeat of an accepted request is
+            # still answered from its idempotency record, as a real board would.
             return JSONResponse({"message": "sandbox: rejected"}, 400)
         if key in state.answered:
             posting.duplicates += 1
