@@ -19,7 +19,8 @@ class IndexerSettings(BaseSettings):
     alias: str = Field(default="job-postings", description="searches and writes go through this alias")
     index_description: bool = Field(default=False, description="make description full-text searchable")
     replicas: int = Field(default=0, ge=0, description="replicas of each index (0 on one node)")
-    max_batch: int = Field(default=1000, ge=1, description="records per bulk request at most")
+    # 5,000 measured 0.65-0.74 of a direct helpers.bulk load; 1,000 measured 0.36-0.51.
+    max_batch: int = Field(default=5000, ge=1, description="records per bulk request at most")
 
     metrics_port: int = Field(default=0, ge=0, description="serve /metrics on 127.0.0.1:<port> (0: off)")
     retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest wait between bulk retries")
