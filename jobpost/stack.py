@@ -11,6 +11,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import pwd
 import shutil
 import signal
 import stat
@@ -326,7 +327,7 @@ class ElasticsearchServer(Server):
             (self.home / folder).mkdir(exist_ok=True)
         if os.geteuid() == 0:
             for path in [self.home, *self.home.rglob("*")]:
-                os.chown(path, _nobody_uid(), _nobody_gid(), follow_symlinks=False)
+                os.chown(path, *_nobody(), follow_symlinks=False)
 
     def command(self) -> list[str]:
         s = self.settings
@@ -359,7 +360,8 @@ class ElasticsearchServer(Server):
 
     def popen_user(self) -> dict[str, Any]:
         if os.geteuid() == 0:
-            return {"user": _nobody_uid(), "group": _nobody_gid(), "extra_groups": []}
+            uid, gid = _nobody()
+            return {"user": uid, "group": gid, "extra_groups": []}
         return {}
 
     def answers(self) -> bool:
@@ -375,16 +377,9 @@ def servers(settings: StackSettings) -> list[Server]:
     return [KafkaServer(settings), ElasticsearchServer(settings)]
 
 
-def _nobody_uid() -> int:
-    import pwd
-
-    return pwd.getpwnam("nobody").pw_uid
-
-
-def _nobody_gid() -> int:
-    import pwd
-
-    return pwd.getpwnam("nobody").pw_gid
+def _nobody() -> tuple[int, int]:
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
 
 
 def _world_traversable(path: Path) -> bool:

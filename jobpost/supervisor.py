@@ -31,7 +31,6 @@ class Component:
     started_at: float = 0.0
     backoff: float = 1.0
     restart_at: float | None = None
-    restarts: int = field(default=0)
 
 
 class Supervisor:
@@ -72,7 +71,6 @@ class Supervisor:
                 )
                 c.backoff = min(c.backoff * 2, 30.0)
             elif now >= c.restart_at:
-                c.restarts += 1
                 self.start(c)
 
     def stop_all(self, timeout: float = 20.0) -> None:

@@ -98,13 +98,9 @@ class PostingService:
         progress = {}
         for destination in DESTINATIONS:
             state = states.get(destination, {})
-            delivered = state.get("delivered_version")
-            status = str(state.get("status", "PENDING")).lower()
-            if status in ("delivered", "failed") and (delivered is None or delivered < view.version):
-                status = "pending" if state.get("pending_version") != view.version else status
             progress[destination] = {
-                "delivered_version": delivered,
-                "status": status,
+                "delivered_version": state.get("delivered_version"),
+                "status": _status_for(state, view.version),
                 "attempts": state.get("attempts", 0),
                 "first_attempt_at": state.get("first_attempt_at"),
                 "next_attempt_at": state.get("next_attempt_at"),
@@ -139,3 +135,15 @@ class PostingService:
         )
         self.view.observe(view)
         return view
+
+
+def _status_for(state: dict[str, Any], current_version: int) -> str:
+    """A destination's status for the posting's current version: having delivered (or
+    dead-lettered) only an older version means the current one is still pending."""
+    status = str(state.get("status", "PENDING")).lower()
+    delivered = state.get("delivered_version")
+    if status == "delivered" and (delivered is None or delivered < current_version):
+        return "pending"
+    if status == "failed" and state.get("pending_version") != current_version:
+        return "pending"
+    return status

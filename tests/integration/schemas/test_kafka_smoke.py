@@ -2,11 +2,12 @@
 
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from schemas import codec
 from schemas.partitioning import partition_for
-from schemas.topics import Topics, ensure_topics
+from schemas.topics import TopicMismatchError, Topics, ensure_topics
 
 
 def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics: Topics):
@@ -60,10 +61,6 @@ def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics
 
 
 def test_ensure_topics_is_idempotent_and_reports_mismatch(kafka, topics: Topics):
-    import pytest
-
-    from schemas.topics import TopicMismatchError
-
     assert ensure_topics(kafka) == []  # the fixture created them already
     with pytest.raises(TopicMismatchError, match="partitions"):
         ensure_topics(kafka.model_copy(update={"partitions": 4}))
