@@ -18,7 +18,8 @@ from confluent_kafka import Consumer, Producer
 from bench.common import local_kafka, percentiles
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
 from consumers.config import ConsumerSettings
-from consumers.runner import DELIVERIES, DeliveryRunner
+from consumers.lanes import DELIVERIES
+from consumers.runner import DeliveryRunner
 from jobpost import stack
 from schemas import codec
 from schemas.kafka import KafkaSettings

@@ -27,7 +27,8 @@ class ConsumerSettings(BaseSettings):
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon a dead member's postings move"
     )
-    metrics_port: int = Field(default=0, ge=0, description="serve /metrics on 127.0.0.1:<port> (0: off)")
+    metrics_port: int = Field(default=0, ge=0, description="serve /metrics on <metrics_host>:<port> (0: off)")
+    metrics_host: str = Field(default="127.0.0.1", description="0.0.0.0 in a container")
     commit_interval_s: float = Field(default=1.0, gt=0)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     linkedin: LinkedInSettings = Field(default_factory=LinkedInSettings)

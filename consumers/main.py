@@ -14,9 +14,13 @@ from consumers.boards.indeed import IndeedAdapter
 from consumers.boards.linkedin import LinkedInAdapter
 from consumers.config import ConsumerSettings
 from consumers.errors import DeliveryError
-from consumers.runner import Board, DeliveryRunner
-from schemas import codec
-from schemas.deliveries import record_delivery
+from consumers.lanes import Board
+from consumers.runner import DeliveryRunner
+from schemas import records
+from schemas.dead_letters import dead_letter
+from schemas.deliveries import delivery_state, state_record
+from schemas.kafka import is_record
+from schemas.outbox import Outgoing, deliver_all
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -30,7 +34,7 @@ def make_board(settings: ConsumerSettings, client: aiohttp.ClientSession) -> Boa
 def run_consumer(destination: str) -> None:
     settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
     if settings.metrics_port:
-        start_http_server(settings.metrics_port, addr="127.0.0.1")
+        start_http_server(settings.metrics_port, addr=settings.metrics_host)
 
     async def main() -> None:
         connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
@@ -45,32 +49,51 @@ def run_consumer(destination: str) -> None:
 
 
 def dead_letters(destination: str) -> list[dict[str, Any]]:
-    """Every record of the destination's dead-letter topic, with its headers."""
+    """Every record of the destination's dead-letter topic, with its headers (`update` is
+    None for a letter that cannot be decoded)."""
     settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
     topic = Topics(settings.kafka.topic_prefix).dlq(destination)
     found: list[dict[str, Any]] = []
 
     def take(message: Any) -> None:
-        update = codec.posting_updates().decode(message.value())
-        headers = {k: v.decode() for k, v in (message.headers() or [])}
+        headers = {k: (v or b"").decode(errors="replace") for k, v in (message.headers() or [])}
         found.append(
-            {"offset": message.offset(), "partition": message.partition(), "update": update, **headers}
+            {
+                "offset": message.offset(),
+                "partition": message.partition(),
+                "update": _letter(message),
+                **headers,
+            }
         )
 
     replay(settings.kafka, topic, range(settings.kafka.partitions), take)
     return found
 
 
+def _letter(message: Any) -> dict[str, Any] | None:
+    try:
+        _, update = records.posting_update(message)
+    except records.PoisonRecord:
+        return None
+    return update
+
+
 def list_dead_letters(destination: str) -> None:
     for letter in dead_letters(destination):
         update = letter["update"]
+        where = f"partition {letter['partition']} offset {letter['offset']}"
+        if update is None:
+            print(f"undecodable letter at {where}: {letter.get('jobpost.error')}")
+            continue
         print(f"{update['posting_id']} version {update['version']} ({update['op']}): "
               f"{letter.get('jobpost.attempts')} attempts, {letter.get('jobpost.error')}")  # fmt: skip
 
 
 def redrive(destination: str) -> None:
     """Attempt every dead letter once more, skipping versions a newer delivery superseded.
-    Progress is the consumer group `jobpost-<destination>-redrive` on the dead-letter topic."""
+    A letter that fails again is dead-lettered again (so a later redrive sees it); the
+    group `<prefix>-<destination>-redrive` commits past a letter only once what it led to
+    (its delivery state, or its new dead letter) is acknowledged by Kafka."""
     settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
     topics = Topics(settings.kafka.topic_prefix)
     delivered = _delivered_versions(settings, destination)
@@ -84,50 +107,65 @@ def redrive(destination: str) -> None:
             idle = 0
             while idle < 20:
                 message = consumer.poll(0.25)
-                if message is None or message.error():
+                if message is None or not is_record(message):
                     idle += 1
                     continue
                 idle = 0
-                update = codec.posting_updates().decode(message.value())
-                label = f"{update['posting_id']} version {update['version']}"
-                if delivered.get(update["posting_id"], -1) >= update["version"]:
-                    print(f"{label}: skipped, a newer version was delivered")
-                else:
-                    try:
-                        deleted = update["op"] == "DELETED"
-                        await (board.close(update) if deleted else board.upsert(update))
-                        delivered[update["posting_id"]] = update["version"]
-                        source = dict(message.headers() or []).get("jobpost.source_partition", b"0")
-                        record_delivery(
-                            producer,
-                            topics.deliveries,
-                            int(source),
-                            destination=destination,
-                            posting_id=update["posting_id"],
-                            status="CLOSED" if deleted else "DELIVERED",
-                            delivered_version=update["version"],
-                            attempts=1,
-                        )
-                        print(f"{label}: delivered")
-                    except DeliveryError as exc:
-                        print(f"{label}: failed again: {exc}")
-                consumer.commit(
-                    offsets=[TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-                )
+                report, outgoing = await _redrive_one(board, message, delivered, topics, destination)
+                if not deliver_all(producer, outgoing, lambda: False):
+                    raise RuntimeError("redrive: Kafka did not acknowledge its writes")
+                past = TopicPartition(topics.dlq(destination), message.partition(), message.offset() + 1)
+                consumer.commit(offsets=[past], asynchronous=False)
+                print(report)
         consumer.close()
 
     asyncio.run(main())
 
 
+async def _redrive_one(
+    board: Board, message: Any, delivered: dict[str, int], topics: Topics, destination: str
+) -> tuple[str, list[Outgoing]]:
+    """One letter: what to print, and what to write before committing past it."""
+    update = _letter(message)
+    if update is None:
+        letter = dead_letter(topics.dlq(destination), destination, message, "undecodable dead letter")
+        return f"undecodable letter at {message.partition()}/{message.offset()}: dead-lettered again", [
+            letter
+        ]
+    label = f"{update['posting_id']} version {update['version']}"
+    if delivered.get(update["posting_id"], -1) >= update["version"]:
+        return f"{label}: skipped, a newer version was delivered", []
+    deleted = update["op"] == "DELETED"
+    try:
+        await (board.close(update) if deleted else board.upsert(update))
+    except DeliveryError as exc:
+        letter = dead_letter(
+            topics.dlq(destination), destination, message, f"redrive: {exc}",
+            version=update["version"], posting_id=update["posting_id"],
+        )  # fmt: skip
+        return f"{label}: failed again, dead-lettered again: {exc}", [letter]
+    delivered[update["posting_id"]] = update["version"]
+    source = dict(message.headers() or []).get("jobpost.source_partition", b"0")
+    state = delivery_state(
+        destination,
+        update["posting_id"],
+        status="CLOSED" if deleted else "DELIVERED",
+        delivered_version=update["version"],
+        attempts=1,
+    )
+    return f"{label}: delivered", [state_record(topics.deliveries, int(source), state)]
+
+
 def _delivered_versions(settings: ConsumerSettings, destination: str) -> dict[str, int]:
     versions: dict[str, int] = {}
-    prefix = f"{destination}/".encode()
 
     def take(message: Any) -> None:
-        if message.key().startswith(prefix) and message.value() is not None:
-            state = codec.delivery_states().decode(message.value())
-            if state["delivered_version"] is not None:
-                versions[state["posting_id"]] = state["delivered_version"]
+        try:
+            found, posting_id, state = records.delivery_state(message)
+        except records.PoisonRecord:
+            return
+        if found == destination and state is not None and state["delivered_version"] is not None:
+            versions[posting_id] = state["delivered_version"]
 
     topic = Topics(settings.kafka.topic_prefix).deliveries
     replay(settings.kafka, topic, range(settings.kafka.partitions), take)

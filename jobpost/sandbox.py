@@ -22,7 +22,7 @@ Board = Literal["linkedin", "indeed"]
 
 
 class Faults(BaseModel):
-    mode: Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response"] = "none"
+    mode: Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"] = "none"
     probability: float = Field(default=1.0, ge=0, le=1)
     latency_ms: int = Field(default=0, ge=0)
     retry_after_s: int = Field(default=1, ge=0)
@@ -43,6 +43,17 @@ class BoardState:
     faults: Faults = field(default_factory=Faults)
     postings: dict[str, SandboxPosting] = field(default_factory=dict)
     answered: dict[str, tuple[int, Any]] = field(default_factory=dict)
+
+
+# What a misbehaving board or a proxy in front of it answers with a 200: an HTML page,
+# truncated JSON, text in another charset, JSON of another shape. Nothing is applied.
+MALFORMED_ANSWERS = (
+    (b"<html><body><h1>Service temporarily unavailable</h1></body></html>", "text/html"),
+    (b'{"elements": [{"status": 2', "application/json"),
+    ('{"message": "\u00e9t\u00e9 r\u00e9ussi"}'.encode("latin-1"), "application/json"),
+    (b'{"unexpected": ["shape"]}', "application/json"),
+    (b"[]", "application/json"),
+)
 
 
 class _LostResponse(Response):
@@ -80,6 +91,9 @@ def create_sandbox() -> FastAPI:
             return JSONResponse(
                 {"message": "sandbox: slow down"}, 429, {"Retry-After": str(faults.retry_after_s)}
             )
+        if fault == "malformed":
+            content, media_type = random.choice(MALFORMED_ANSWERS)
+            return Response(content, 200, media_type=media_type)
         if fault == "reject" and key not in state.answered:
             # A content decision, made when applying: a repeat of an accepted request is
             # still answered from its idempotency record, as a real board would.

@@ -2,7 +2,9 @@
 
 Commands are produced keyed by posting id (so they land on the posting's partition).
 Replies are read by one thread from every partition of `jobpost.replies`, starting at
-the end as it was at start-up, and handed to the waiting request by request id.
+the end as it was at start-up, and handed to the waiting request by the correlation id
+this API made for it: never by a client-supplied value, so two clients that happen to use
+one Idempotency-Key never receive each other's answers.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from schemas import codec
-from schemas.kafka import KafkaSettings, poll_batch
+from schemas import codec, records
+from schemas.kafka import KafkaSettings, is_record, poll_batch
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -52,8 +54,9 @@ class CommandClient:
         """Produce the command and wait for the sequencer's reply."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
-        request_id = command["request_id"]
-        self._waiting[request_id] = (loop, future)
+        correlation_id = uuid.uuid4().hex
+        command = {**command, "correlation_id": correlation_id}
+        self._waiting[correlation_id] = (loop, future)
 
         def delivered(error: KafkaError | None, _message: Any) -> None:
             if error is not None:
@@ -70,7 +73,7 @@ class CommandClient:
         except (TimeoutError, BufferError) as exc:
             raise SequencingTimeout(str(exc) or "no reply in time") from exc
         finally:
-            self._waiting.pop(request_id, None)
+            self._waiting.pop(correlation_id, None)
 
     def _serve_producer(self) -> None:
         while not self._stop.is_set():
@@ -91,15 +94,19 @@ class CommandClient:
             self.ready.set()
             while not self._stop.is_set():
                 for message in poll_batch(consumer, 500, 0.1):
-                    if message.error() is None:
-                        self._dispatch(message.value())
+                    if is_record(message):
+                        self._dispatch(message)
         finally:
             self.ready.clear()
             consumer.close()
 
-    def _dispatch(self, value: bytes) -> None:
-        reply = codec.replies().decode(value)
-        waiting = self._waiting.get(reply["request_id"])
+    def _dispatch(self, message: Any) -> None:
+        try:
+            reply = records.reply(message)
+        except records.PoisonRecord as exc:
+            records.note_poison("replies", message, exc.reason)
+            return
+        waiting = self._waiting.get(reply["correlation_id"])
         if waiting is not None:
             loop, future = waiting
             loop.call_soon_threadsafe(_resolve, future, reply)

@@ -29,6 +29,12 @@ class SequencerSettings(BaseSettings):
     transaction_timeout_ms: int = Field(
         default=10_000, description="how long a crashed member's open transaction can hold readers back"
     )
+    restore_timeout_s: float = Field(
+        default=120.0, gt=0, description="longest read of a partition's log when it is assigned"
+    )
+    give_up_after_s: float = Field(
+        default=300.0, gt=0, description="with no session up for this long the process exits (non-zero)"
+    )
 
     @property
     def group(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 
 import uvicorn
@@ -16,6 +17,12 @@ from producer_api.sequencer import Sequencer
 
 def run_api() -> None:
     settings = ApiSettings()
+    if not settings.token_set():
+        # An API that accepts no token would refuse every request; one with a default
+        # token would accept anyone's. Neither is a safe way to start.
+        print("error: no API token: set JOBPOST_API_TOKENS to one or more comma-separated tokens",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
     app = create_app(
         settings, SequencerSettings(kafka=settings.kafka) if settings.embedded_sequencer else None
     )

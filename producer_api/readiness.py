@@ -1,4 +1,14 @@
-"""What /readyz checks: Kafka (the reply reader and the view), the sequencer group, search."""
+"""What /readyz checks: that this replica can serve a write and a read right now.
+
+- kafka: the reply reader and the views are running, and the views have caught up;
+- sequencer: every partition of `jobpost.commands` is owned by a live member of the
+  sequencer group, and this replica's own member (when it embeds one) has a session up
+  with every partition it owns restored;
+- elasticsearch: the search server answers.
+
+Each check that fails names why, so an operator sees "partitions [0, 3] restoring" rather
+than a bare false.
+"""
 
 from __future__ import annotations
 
@@ -10,43 +20,78 @@ from confluent_kafka.admin import AdminClient
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
-from producer_api.view import PostingsView
+from producer_api.sequencer import Sequencer
+from producer_api.view import LogView
+from schemas.topics import Topics
+
+Checks = dict[str, str | None]  # check -> None when it passes, else why not
 
 
 class Readiness:
-    def __init__(self, settings: ApiSettings, commands: CommandClient, view: PostingsView) -> None:
+    def __init__(
+        self,
+        settings: ApiSettings,
+        commands: CommandClient,
+        views: list[LogView],
+        sequencer: Sequencer | None,
+    ) -> None:
         self.settings = settings
         self.commands = commands
-        self.view = view
+        self.views = views
+        self.sequencer = sequencer
         self._admin = AdminClient(settings.kafka.client_config())
-        self._cached: tuple[float, dict[str, bool]] | None = None
+        self._cached: tuple[float, Checks] | None = None
 
-    async def check(self) -> dict[str, bool]:
+    async def check(self) -> Checks:
         if self._cached and time.monotonic() - self._cached[0] < 1.0:
             return self._cached[1]
-        sequencer, search = await asyncio.gather(
-            asyncio.to_thread(self._sequencer_has_members), self._search_answers()
-        )
-        checks = {
-            "kafka": self.commands.ready.is_set() and self.view.ready.is_set(),
-            "sequencer": sequencer,
+        group, search = await asyncio.gather(asyncio.to_thread(self._group_covers_commands), self._search())
+        checks: Checks = {
+            "kafka": self._kafka(),
+            "sequencer": self._own_member() or group,
             "elasticsearch": search,
         }
         self._cached = (time.monotonic(), checks)
         return checks
 
-    def _sequencer_has_members(self) -> bool:
-        futures = self._admin.describe_consumer_groups([self.settings.sequencer_group], request_timeout=2)
-        try:
-            group = futures[self.settings.sequencer_group].result(timeout=3)
-        except Exception:  # noqa: BLE001 - any failure to describe means "not known to be ready"
-            return False
-        return len(group.members) > 0
+    def _kafka(self) -> str | None:
+        if not self.commands.ready.is_set():
+            return "the reply reader is not running"
+        behind = [v.topic for v in self.views if not v.ready.is_set()]
+        return f"catching up with {', '.join(behind)}" if behind else None
 
-    async def _search_answers(self) -> bool:
+    def _own_member(self) -> str | None:
+        sequencer = self.sequencer
+        if sequencer is None:
+            return None
+        if not sequencer.session_up:
+            return "this replica's sequencer member has no session"
+        if sequencer.restoring:
+            return f"this replica's sequencer is restoring partitions {sorted(sequencer.restoring)}"
+        return None
+
+    def _group_covers_commands(self) -> str | None:
+        group_id = self.settings.sequencer_group
+        topic = Topics(self.settings.kafka.topic_prefix).commands
+        try:
+            metadata = self._admin.list_topics(topic, timeout=2).topics[topic]
+            group = self._admin.describe_consumer_groups([group_id], request_timeout=2)[group_id].result(3)
+        except Exception as exc:  # noqa: BLE001 - any failure to ask means "not known to be ready"
+            return f"cannot describe the sequencer group: {exc}"
+        owned = {
+            tp.partition
+            for member in group.members
+            for tp in (member.assignment.topic_partitions if member.assignment else [])
+            if tp.topic == topic
+        }
+        orphans = sorted(set(metadata.partitions) - owned)
+        return f"no sequencer member owns partitions {orphans}" if orphans else None
+
+    async def _search(self) -> str | None:
         try:
             async with httpx.AsyncClient(timeout=2) as client:
                 health = await client.get(f"{self.settings.elasticsearch_url}/_cluster/health")
-        except httpx.HTTPError:
-            return False
-        return health.status_code == 200 and health.json().get("status") in ("green", "yellow")
+        except httpx.HTTPError as exc:
+            return f"the search server does not answer: {exc!r}"
+        status = health.json().get("status") if health.status_code == 200 else None
+        return None if status in ("green", "yellow") else f"the search server's health is {status}"

@@ -2,12 +2,15 @@
 
 A consumer group over `jobpost.commands`. For each partition it owns it holds the state of
 the postings in the same partition of `jobpost.postings`, restored on assignment. Each poll
-becomes one Kafka transaction: the PostingUpdates, the replies and the command offsets
-(`send_offsets_to_transaction` with the group metadata, so a zombie member is fenced).
+becomes one Kafka transaction: the PostingUpdates, the replies, the dead letters of
+commands it cannot read, and the command offsets (`send_offsets_to_transaction` with the
+group metadata, so a zombie member is fenced).
 
-Any failure of a session (an aborted transaction, a fenced producer, a lost broker) ends
-it: consumer, producer and state are thrown away and a new session starts from the
+Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
+ends it: consumer, producer and state are thrown away and a new session starts from the
 committed offsets and the log, so in-memory state never outlives what Kafka committed.
+When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
+and its supervisor restarts it.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Counter, Histogram
 
 from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
-from schemas import codec
-from schemas.codec import SerializationError
-from schemas.kafka import poll_batch, record_lag
+from schemas import codec, records
+from schemas.dead_letters import dead_letter
+from schemas.kafka import is_record, poll_batch, record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -42,6 +45,11 @@ TRANSACTION_SECONDS = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2),
 )
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
+READER = "sequencer"
+
+
+class SequencerFailed(RuntimeError):
+    """No session could be brought up for too long: the process should exit."""
 
 
 def now_millis() -> int:
@@ -53,7 +61,9 @@ class Sequencer:
         self.settings = settings
         self.topics = Topics(settings.kafka.topic_prefix)
         self._stop = threading.Event()
-        self.assigned: set[int] = set()
+        self.session_up = False  # a session is consuming (its assigned partitions restored)
+        self.assigned: set[int] = set()  # restored and served by this member
+        self.restoring: set[int] = set()  # assigned, state still being read from the log
 
     def stop(self) -> None:
         self._stop.set()
@@ -61,15 +71,27 @@ class Sequencer:
     def run(self) -> None:
         """Run sessions until stop(); a failed session is replaced after a short backoff."""
         backoff = 0.5
+        last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
+            session = _Session(self)
             try:
-                _Session(self).run()
+                session.run()
                 backoff = 0.5
-            except (KafkaException, SerializationError, TimeoutError) as exc:
-                log.warning("sequencer session ended: %s; starting a new one in %.1f s", exc, backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+            except Exception as exc:  # any failure ends the session, never the member
+                log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
+                            exc_info=not isinstance(exc, KafkaException | TimeoutError))  # fmt: skip
+            finally:
+                if session.came_up:
+                    last_up = time.monotonic()
+                self.session_up = False
+                self.assigned, self.restoring = set(), set()
+            if time.monotonic() - last_up > self.settings.give_up_after_s:
+                raise SequencerFailed(
+                    f"no sequencer session came up for {self.settings.give_up_after_s:.0f} s"
+                )
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, 10.0)
 
 
 class _Session:
@@ -78,6 +100,7 @@ class _Session:
         self.settings = sequencer.settings
         self.topics = sequencer.topics
         self.states: dict[int, PartitionState] = {}
+        self.came_up = False
         kafka = self.settings.kafka
         self.consumer = Consumer(
             kafka.consumer_config(
@@ -114,10 +137,11 @@ class _Session:
             )
             while not self.sequencer._stop.is_set():
                 messages = poll_batch(self.consumer, self.settings.max_batch, 0.1)
+                self.came_up = True
+                self.sequencer.session_up = True
                 if messages:
                     self._process(messages)
         finally:
-            self.sequencer.assigned = set()
             self.consumer.close()
             self.producer.flush(5)
 
@@ -125,24 +149,30 @@ class _Session:
         # Wait until no transaction of a previous owner is pending on these partitions
         # (read_committed makes this a stable-offset fetch), then rebuild their state:
         # only now does the log hold everything those committed offsets stand for.
-        consumer.committed(partitions, timeout=60)
         numbers = [tp.partition for tp in partitions]
+        self.sequencer.restoring |= set(numbers)
+        consumer.committed(partitions, timeout=60)
         fresh = {n: PartitionState() for n in numbers}
 
         def fold(message: Message) -> None:
-            value = message.value()
-            update = codec.posting_updates().decode(value) if value is not None else None
-            fresh[message.partition()].apply(message.key().decode(), update)
+            try:
+                posting_id, update = records.posting_update(message)
+            except records.PoisonRecord as exc:
+                records.note_poison("sequencer-restore", message, exc.reason)
+                return
+            fresh[message.partition()].apply(posting_id, update)
 
-        replay(self.settings.kafka, self.topics.postings, numbers, fold)
+        replay(self.settings.kafka, self.topics.postings, numbers, fold, self.settings.restore_timeout_s)
         self.states.update(fresh)
         self.sequencer.assigned |= set(numbers)
+        self.sequencer.restoring -= set(numbers)
         log.info("sequencer owns partitions %s", sorted(self.sequencer.assigned))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.states.pop(tp.partition, None)
             self.sequencer.assigned.discard(tp.partition)
+            self.sequencer.restoring.discard(tp.partition)
 
     def _process(self, messages: list[Message]) -> None:
         started = time.perf_counter()
@@ -150,11 +180,8 @@ class _Session:
         positions: list[TopicPartition] = []
         self.producer.begin_transaction()
         for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF or error.retriable():
-                    continue
-                raise KafkaException(error)
+            if not is_record(message):
+                continue
             offsets[message.partition()] = message.offset() + 1
             self._sequence(message)
         if offsets:
@@ -167,16 +194,19 @@ class _Session:
 
     def _sequence(self, message: Message) -> None:
         try:
-            command = codec.commands().decode(message.value())
-        except SerializationError as exc:
-            # Not ours to interpret, and nobody can be answered: skip it, loudly.
-            log.error("skipping undecodable command at %s/%d: %s", message.partition(), message.offset(), exc)
-            COMMANDS.labels("undecodable").inc()
+            command = records.command(message)
+        except records.PoisonRecord as exc:
+            # Nobody can be answered: the command goes to the dead-letter topic, in this
+            # transaction, so it is dead-lettered exactly when its offset is committed.
+            records.note_poison(READER, message, exc.reason)
+            letter = dead_letter(self.topics.dlq(READER), READER, message, exc.reason)
+            letter.produce(self.producer)
+            COMMANDS.labels("poison").inc()
             return
         now = now_millis()
         if now - command["received_at"] > self.settings.command_ttl_s * 1000:
             context = {"posting_id": command["posting_id"]}
-            log.warning("dropped an expired command %s", command["request_id"], extra=context)
+            log.warning("dropped an expired command %s", command["correlation_id"], extra=context)
             COMMANDS.labels("expired").inc()
             return
         decision = self.states[message.partition()].decide(command, now)
@@ -187,7 +217,7 @@ class _Session:
             )
         self.producer.produce(
             self.topics.replies,
-            key=command["request_id"],
+            key=command["correlation_id"],
             value=codec.replies().encode(_reply(command, decision.result)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
@@ -196,10 +226,10 @@ class _Session:
 def _reply(command: dict[str, Any], result: Result) -> dict[str, Any]:
     return {
         "request_id": command["request_id"],
+        "correlation_id": command["correlation_id"],
         "posting_id": command["posting_id"],
         "outcome": result.outcome,
         "version": result.version,
         "deleted": result.deleted,
-        "posting": result.posting,
         "last_update_time_millis": result.last_update_time_millis,
     }

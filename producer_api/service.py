@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from typing import Any
@@ -36,7 +38,15 @@ _REFUSALS = {
     "GONE": "the posting was deleted",
     "VERSION_MISMATCH": "the posting is at another version than If-Match names",
     "ALREADY_EXISTS": "a posting with this id exists already",
+    "KEY_REUSED": "this Idempotency-Key was used for another request on this posting within 24 hours",
 }
+_METHOD_OF = {"CREATE": "POST", "REPLACE": "PUT", "DELETE": "DELETE"}
+
+
+def request_fingerprint(action: str, posting: dict[str, str] | None) -> str:
+    """What makes two requests "the same request" for an Idempotency-Key: method and body."""
+    canonical = json.dumps([_METHOD_OF[action], posting], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 class PostingService:
@@ -118,6 +128,7 @@ class PostingService:
     ) -> PostingView:
         command: dict[str, Any] = {
             "request_id": request_id or uuid.uuid4().hex,
+            "request_fingerprint": request_fingerprint(action, posting),
             "posting_id": posting_id,
             "action": action,
             "expected_version": expected,
@@ -130,8 +141,15 @@ class PostingService:
             raise Unavailable(f"{exc}; retry with the same Idempotency-Key") from exc
         if reply["outcome"] != "ACCEPTED":
             raise PostingError(reply["outcome"], _REFUSALS[reply["outcome"]], reply["version"])
+        # A replay of an earlier request had the same body (its fingerprint matched), so the
+        # request's own body is the posting at the version the reply names.
+        deleted = reply["deleted"]
         view = PostingView(
-            posting_id, reply["version"], reply["deleted"], reply["posting"], reply["last_update_time_millis"]
+            posting_id,
+            reply["version"],
+            deleted,
+            None if deleted else posting,
+            reply["last_update_time_millis"],
         )
         self.view.observe(view)
         return view

@@ -1,8 +1,10 @@
 """The read side: each API replica's in-memory view of `jobpost.postings`.
 
 One thread reads every partition from the beginning (read_committed) and keeps the newest
-version of each posting; a tombstone means "deleted", never "unknown". A strong read waits
-until the view has passed the partition's end offset taken at request time.
+version of each posting; a tombstone means "deleted", never "unknown", and a deleted
+posting keeps no text. A strong read waits until the view has passed the partition's end
+offset taken at request time. A record the view cannot use is counted and skipped; a
+failure of the reading thread resumes where it was, never from the beginning.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from schemas import codec
+from schemas import records
 from schemas.kafka import KafkaSettings, poll_batch
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
@@ -42,6 +44,8 @@ class LogView:
     """Follows every partition of a topic from the beginning on a thread of its own,
     handing each record to `apply`; knows how far it has read, for strong reads."""
 
+    reader = "view"
+
     def __init__(self, kafka: KafkaSettings, topic: str) -> None:
         self.kafka = kafka
         self.topic = topic
@@ -54,6 +58,7 @@ class LogView:
         self._partition_count = kafka.partitions
 
     def apply(self, message: Message) -> None:
+        """Fold one record in; raise records.PoisonRecord for one that cannot be used."""
         raise NotImplementedError
 
     def start(self) -> None:
@@ -89,8 +94,8 @@ class LogView:
         while not self._stop.is_set():
             try:
                 self._follow_once()
-            except Exception:  # keep serving what we have; re-read from the start
-                log.exception("postings view failed; restarting it")
+            except Exception:  # keep serving what we have; resume where we were
+                log.exception("view of %s failed; resuming it", self.topic)
                 self._stop.wait(1.0)
 
     def _follow_once(self) -> None:
@@ -100,7 +105,10 @@ class LogView:
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
             self._partition_count = len(metadata.partitions)
-            assignment = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
+            assignment = [
+                TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
+                for p in metadata.partitions
+            ]
             consumer.assign(assignment)
             at_end: set[int] = set()
             while not self._stop.is_set():
@@ -119,7 +127,10 @@ class LogView:
     def _take(self, message: Message, at_end: set[int]) -> None:
         error = message.error()
         if error is None:
-            self.apply(message)
+            try:
+                self.apply(message)
+            except records.PoisonRecord as exc:
+                records.note_poison(self.reader, message, exc.reason)
         elif error.code() == KafkaError._PARTITION_EOF:
             at_end.add(message.partition())
             # Also the position of a partition that holds no record at all.
@@ -132,6 +143,8 @@ class LogView:
 
 class PostingsView(LogView):
     """Every posting's newest version; a tombstone means "deleted", never "unknown"."""
+
+    reader = "postings-view"
 
     def __init__(self, kafka: KafkaSettings) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).postings)
@@ -148,10 +161,9 @@ class PostingsView(LogView):
                 self._postings[view.id] = view
 
     def apply(self, message: Message) -> None:
-        posting_id = message.key().decode()
-        value = message.value()
-        if value is not None:
-            self.observe(_from_update(codec.posting_updates().decode(value)))
+        posting_id, update = records.posting_update(message)
+        if update is not None:
+            self.observe(_from_update(update))
             return
         with self._lock:
             current = self._postings.get(posting_id)
@@ -159,13 +171,15 @@ class PostingsView(LogView):
                 posting_id,
                 current.version if current else -1,
                 True,
-                current.posting if current else None,
                 None,
+                current.last_update_time_millis if current else None,
             )
 
 
 class DeliveriesView(LogView):
     """Each posting's progress at each destination, from `jobpost.deliveries`."""
+
+    reader = "deliveries-view"
 
     def __init__(self, kafka: KafkaSettings) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).deliveries)
@@ -175,20 +189,20 @@ class DeliveriesView(LogView):
         return dict(self._states.get(posting_id, {}))
 
     def apply(self, message: Message) -> None:
-        destination, _, posting_id = message.key().decode().partition("/")
-        value = message.value()
+        destination, posting_id, state = records.delivery_state(message)
         states = self._states.setdefault(posting_id, {})
-        if value is None:
+        if state is None:
             states.pop(destination, None)
         else:
-            states[destination] = codec.delivery_states().decode(value)
+            states[destination] = state
 
 
 def _from_update(update: dict[str, Any]) -> PostingView:
+    deleted = update["op"] == "DELETED"
     return PostingView(
         update["posting_id"],
         update["version"],
-        update["op"] == "DELETED",
-        update["posting"],
+        deleted,
+        None if deleted else update["posting"],
         update["last_update_time_millis"],
     )

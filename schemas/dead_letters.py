@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from prometheus_client import Counter
+
+from schemas.outbox import Outgoing
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +37,7 @@ def dead_letter_headers(
     ]
 
 
-def send_dead_letter(
-    producer: Producer,
+def dead_letter(
     dlq_topic: str,
     destination: str,
     message: Message,
@@ -45,19 +46,19 @@ def send_dead_letter(
     attempts: int = 1,
     first_attempt_ms: int | None = None,
     version: int | None = None,
-) -> None:
-    """Write `message` unchanged to the dead-letter topic, with headers saying why; count
-    and log it."""
-    topic = message.topic() or ""
-    context = {"posting_id": (message.key() or b"").decode(), "version": version, "destination": destination}
+    posting_id: str | None = None,
+) -> Outgoing:
+    """`message` unchanged, for the dead-letter topic, with headers saying why; counted
+    and logged here, produced (and acknowledged) by the caller."""
+    context = {"posting_id": posting_id, "version": version, "destination": destination}
     log.error("dead-lettered: %s", error, extra=context)
     DEAD_LETTERS.labels(destination).inc()
     headers = dead_letter_headers(
         error,
-        topic=topic,
+        topic=message.topic() or "",
         partition=message.partition() or 0,
         offset=message.offset() or 0,
         attempts=attempts,
         first_attempt_ms=first_attempt_ms,
     )
-    producer.produce(dlq_topic, key=message.key(), value=message.value(), headers=headers)
+    return Outgoing(dlq_topic, message.key(), message.value(), headers=headers)

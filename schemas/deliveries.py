@@ -1,23 +1,19 @@
-"""Writing a DeliveryState to `jobpost.deliveries`: key `{destination}/{posting_id}`, on
-the same partition number as the posting, so a consumer restores only its partitions."""
+"""A DeliveryState for `jobpost.deliveries`: key `{destination}/{posting_id}`, on the same
+partition number as the posting, so a consumer restores only its partitions."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from confluent_kafka import Producer
-
 from schemas import codec
+from schemas.outbox import Outgoing
 
 
-def record_delivery(
-    producer: Producer,
-    topic: str,
-    partition: int,
-    *,
+def delivery_state(
     destination: str,
     posting_id: str,
+    *,
     status: str,
     delivered_version: int | None,
     pending_version: int | None = None,
@@ -26,7 +22,7 @@ def record_delivery(
     next_attempt_at: int | None = None,
     last_error: str | None = None,
 ) -> dict[str, Any]:
-    state = {
+    return {
         "destination": destination,
         "posting_id": posting_id,
         "delivered_version": delivered_version,
@@ -38,10 +34,8 @@ def record_delivery(
         "last_error": last_error,
         "updated_at": time.time_ns() // 1_000_000,
     }
-    producer.produce(
-        topic,
-        key=f"{destination}/{posting_id}",
-        value=codec.delivery_states().encode(state),
-        partition=partition,
-    )
-    return state
+
+
+def state_record(topic: str, partition: int, state: dict[str, Any]) -> Outgoing:
+    key = f"{state['destination']}/{state['posting_id']}"
+    return Outgoing(topic, key, codec.delivery_states().encode(state), partition=partition)

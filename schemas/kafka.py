@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from prometheus_client import Gauge
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -79,6 +79,18 @@ def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Me
     return (
         [first, *consumer.consume(num_messages=max_messages - 1, timeout=0)] if max_messages > 1 else [first]
     )
+
+
+def is_record(message: Message) -> bool:
+    """True for a record; False for an event to pass over (end of a partition, an error the
+    client recovers from by itself); raises KafkaException for an error that must end the
+    reader's session."""
+    error = message.error()
+    if error is None:
+        return True
+    if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+        return False
+    raise KafkaException(error)
 
 
 CONSUMER_LAG = Gauge(

@@ -10,7 +10,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from schemas.kafka import KafkaSettings
 
 DAY_MS = 24 * 3600 * 1000
-DESTINATIONS = ("linkedin", "indeed", "search-indexer")
+# The consumer groups that own a dead-letter topic: jobpost.<group>.dlq.
+DEAD_LETTER_GROUPS = ("sequencer", "linkedin", "indeed", "search-indexer")
 
 
 class TopicMismatchError(RuntimeError):
@@ -50,8 +51,8 @@ class Topics:
     def deliveries(self) -> str:
         return f"{self.prefix}.deliveries"
 
-    def dlq(self, destination: str) -> str:
-        return f"{self.prefix}.{destination}.dlq"
+    def dlq(self, group: str) -> str:
+        return f"{self.prefix}.{group}.dlq"
 
     def specs(self, settings: KafkaSettings) -> list[TopicSpec]:
         n = settings.partitions
@@ -71,7 +72,7 @@ class Topics:
                 TopicSpec(
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
                 )
-                for d in DESTINATIONS
+                for d in DEAD_LETTER_GROUPS
             ),
         ]
 

@@ -22,7 +22,8 @@ class IndexerSettings(BaseSettings):
     # 5,000 measured 0.65-0.74 of a direct helpers.bulk load; 1,000 measured 0.36-0.51.
     max_batch: int = Field(default=5000, ge=1, description="records per bulk request at most")
 
-    metrics_port: int = Field(default=0, ge=0, description="serve /metrics on 127.0.0.1:<port> (0: off)")
+    metrics_port: int = Field(default=0, ge=0, description="serve /metrics on <metrics_host>:<port> (0: off)")
+    metrics_host: str = Field(default="127.0.0.1", description="0.0.0.0 in a container")
     retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest wait between bulk retries")
 
     @property

@@ -13,6 +13,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
+from schemas.http import retryable_status
+
 
 def template(alias: str, index_description: bool, replicas: int) -> dict[str, Any]:
     return {
@@ -92,3 +94,17 @@ def bulk_operations(index: str, updates: list[dict[str, Any]]) -> list[dict[str,
         )
         operations.append(document(update))
     return operations
+
+
+def classify(item: dict[str, Any]) -> tuple[str, str]:
+    """What one bulk item's answer means: `indexed`, `stale` (a newer version is indexed
+    already: external versioning refused this one), `retry` (408/429/5xx), or `rejected`
+    for good; with the server's reason."""
+    answer = item.get("index") or {}
+    status = int(answer.get("status", 500))
+    if status < 300:
+        return "indexed", ""
+    if status == 409:
+        return "stale", ""
+    reason = str(answer.get("error"))
+    return ("retry" if retryable_status(status) else "rejected"), reason

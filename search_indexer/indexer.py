@@ -2,9 +2,10 @@
 
 Stale writes (version conflicts) are dropped silently; 429/5xx answers and connection
 errors are retried with backoff (tenacity) until they settle; a document the server
-rejects for good goes to `jobpost.search-indexer.dlq`. Offsets are committed only after
-the bulk request has settled, and the indexed version of each posting is recorded in
-`jobpost.deliveries` as destination `search`.
+rejects for good, and a record nobody can read, go to `jobpost.search-indexer.dlq`. The
+indexed version of each posting is recorded in `jobpost.deliveries` as destination
+`search`. Offsets are committed only after the bulk request has settled and Kafka has
+acknowledged every dead letter and delivery state of the batch.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch import ConnectionError as EsConnectionError
 from prometheus_client import Counter, Histogram
 from tenacity import Retrying, retry_if_exception, wait_exponential
 
-from schemas import codec
-from schemas.codec import SerializationError
-from schemas.dead_letters import send_dead_letter
-from schemas.deliveries import record_delivery
-from schemas.kafka import poll_batch, record_lag
+from schemas import records
+from schemas.dead_letters import dead_letter
+from schemas.deliveries import delivery_state, state_record
+from schemas.http import retryable_status
+from schemas.kafka import is_record, poll_batch, record_lag
+from schemas.outbox import Outgoing, deliver_all
 from schemas.topics import Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 
 DOCUMENTS = Counter("jobpost_indexer_documents_total", "Documents by outcome", ["outcome"])
 BULK_SECONDS = Histogram("jobpost_indexer_bulk_seconds", "Time for one poll to settle in the index")
-RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
+READER = "search-indexer"
 
 
 class RetryableBulk(Exception):
@@ -66,49 +68,49 @@ class SearchIndexer:
         consumer.subscribe([self.topics.postings])
         try:
             while not self._stop.is_set():
-                messages = poll_batch(consumer, self.settings.max_batch, 0.5)
-                if messages:
-                    self._settle(messages, producer)
-                    producer.flush(30)
-                    offsets = _next_offsets(messages)
-                    consumer.commit(offsets=offsets, asynchronous=False)
-                    record_lag(consumer, self.settings.group, offsets)
+                messages = [m for m in poll_batch(consumer, self.settings.max_batch, 0.5) if is_record(m)]
+                if not messages:
+                    continue
+                outgoing = self._settle(messages)
+                if not deliver_all(producer, outgoing, self._stop.is_set, self.settings.retry_max_wait_s):
+                    break  # stopping before Kafka acknowledged them: the batch is read again
+                offsets = _next_offsets(messages)
+                consumer.commit(offsets=offsets, asynchronous=False)
+                record_lag(consumer, self.settings.group, offsets)
         finally:
             consumer.close()
             producer.flush(10)
 
-    def _settle(self, messages: list[Message], producer: Producer) -> None:
+    def _settle(self, messages: list[Message]) -> list[Outgoing]:
+        """Index the newest version of each posting in the batch; return the dead letters
+        and delivery states to write before the batch's offsets may be committed."""
         started = time.perf_counter()
+        outgoing: list[Outgoing] = []
         latest: dict[str, tuple[Message, dict[str, Any]]] = {}
         for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF and not error.retriable():
-                    raise KafkaException(error)
-                continue
-            if message.value() is None:
-                continue  # the tombstone after a DELETED version, which is what we index
             try:
-                update = codec.posting_updates().decode(message.value())
-            except SerializationError as exc:
-                send_dead_letter(
-                    producer, self.topics.dlq("search-indexer"), "search-indexer", message, str(exc)
-                )
+                posting_id, update = records.posting_update(message)
+            except records.PoisonRecord as exc:
+                records.note_poison(READER, message, exc.reason)
+                outgoing.append(dead_letter(self.topics.dlq(READER), READER, message, exc.reason))
                 continue
-            current = latest.get(update["posting_id"])
+            if update is None:
+                continue  # the tombstone after a DELETED version, which is what we index
+            current = latest.get(posting_id)
             if current is None or current[1]["version"] < update["version"]:
-                latest[update["posting_id"]] = (message, update)
+                latest[posting_id] = (message, update)
         if latest:
             pending = list(latest.values())
             indexed: list[tuple[Message, dict[str, Any]]] = []
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
-            for message, reason in rejected:
-                send_dead_letter(
-                    producer, self.topics.dlq("search-indexer"), "search-indexer", message, reason
-                )
-            self._record_progress(producer, indexed)
+            outgoing += [
+                dead_letter(self.topics.dlq(READER), READER, m, reason, posting_id=m.key().decode())
+                for m, reason in rejected
+            ]
+            outgoing += [self._progress(m, update) for m, update in indexed]
         BULK_SECONDS.observe(time.perf_counter() - started)
+        return outgoing
 
     def _bulk(
         self,
@@ -121,27 +123,23 @@ class SearchIndexer:
         operations = index.bulk_operations(self.settings.alias, [u for _, u in pending])
         response = self.es.bulk(operations=operations)
         retry: list[tuple[Message, dict[str, Any]]] = []
-        for (message, update), item in zip(pending, response["items"], strict=True):
-            status = item["index"]["status"]
-            if status < 300:
-                DOCUMENTS.labels("indexed").inc()
-                indexed.append((message, update))
-            elif status == 409:
-                DOCUMENTS.labels("stale").inc()  # a newer version is indexed already
-            elif status in RETRYABLE_STATUS:
-                retry.append((message, update))
-            else:
-                DOCUMENTS.labels("rejected").inc()
-                rejected.append((message, str(item["index"].get("error"))))
+        for entry, item in zip(pending, response["items"], strict=True):
+            outcome, reason = index.classify(item)
+            DOCUMENTS.labels(outcome).inc()
+            if outcome == "indexed":
+                indexed.append(entry)
+            elif outcome == "retry":
+                retry.append(entry)
+            elif outcome == "rejected":
+                rejected.append((entry[0], reason))
         pending[:] = retry
         if retry:
-            DOCUMENTS.labels("retried").inc(len(retry))
             raise RetryableBulk(f"{len(retry)} documents answered with a retryable status")
 
     def _retrying(self, attempt: Any) -> Any:
         def retryable(exc: BaseException) -> bool:
             if isinstance(exc, ApiError):
-                return exc.meta.status in RETRYABLE_STATUS
+                return retryable_status(exc.meta.status)
             return isinstance(exc, RetryableBulk | EsConnectionError)
 
         def log_retry(state: Any) -> None:
@@ -157,17 +155,14 @@ class SearchIndexer:
         )
         return retrying(attempt)
 
-    def _record_progress(self, producer: Producer, indexed: list[tuple[Message, dict[str, Any]]]) -> None:
-        for message, update in indexed:
-            record_delivery(
-                producer,
-                self.topics.deliveries,
-                message.partition(),
-                destination="search",
-                posting_id=update["posting_id"],
-                status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
-                delivered_version=update["version"],
-            )
+    def _progress(self, message: Message, update: dict[str, Any]) -> Outgoing:
+        state = delivery_state(
+            "search",
+            update["posting_id"],
+            status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
+            delivered_version=update["version"],
+        )
+        return state_record(self.topics.deliveries, message.partition(), state)
 
 
 def _next_offsets(messages: list[Message]) -> list[TopicPartition]:

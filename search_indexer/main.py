@@ -14,7 +14,7 @@ from search_indexer.reindex import reindex
 def run_indexer() -> None:
     settings = IndexerSettings()
     if settings.metrics_port:
-        start_http_server(settings.metrics_port, addr="127.0.0.1")
+        start_http_server(settings.metrics_port, addr=settings.metrics_host)
     indexer = SearchIndexer(settings)
     signal.signal(signal.SIGTERM, lambda *_: indexer.stop())
     signal.signal(signal.SIGINT, lambda *_: indexer.stop())

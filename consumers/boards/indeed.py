@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, SecretStr
 
-from consumers.boards import post
+from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
 
 UPSERT = """
@@ -67,10 +67,17 @@ class IndeedAdapter:
             },
             self.settings.timeout_s,
         )
-        errors = response.body.get("errors") or []
+        body = response.body
+        if not isinstance(body, dict):
+            raise unintelligible(self.name, response, "is not a GraphQL answer")
+        errors = body.get("errors") or []
         if not errors:
+            if not isinstance(body.get("data"), dict):
+                raise unintelligible(self.name, response, "has neither data nor errors")
             return
-        codes = {e.get("extensions", {}).get("code", "INTERNAL_SERVER_ERROR") for e in errors}
+        if not (isinstance(errors, list) and all(isinstance(e, dict) for e in errors)):
+            raise unintelligible(self.name, response, "has errors of an unknown shape")
+        codes = {str((e.get("extensions") or {}).get("code", "INTERNAL_SERVER_ERROR")) for e in errors}
         detail = f"indeed errors {sorted(codes)}: {errors[0].get('message', '')}"
         if codes & REJECTED_CODES:
             raise RejectedError(detail)

@@ -12,8 +12,9 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, SecretStr
 
-from consumers.boards import post
+from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
+from schemas.http import retryable_status
 
 
 class LinkedInSettings(BaseModel):
@@ -59,11 +60,16 @@ class LinkedInAdapter:
             },
             self.settings.timeout_s,
         )
-        (result,) = response.body["elements"]
-        status = int(result.get("status", 500))
+        body = response.body
+        elements = body.get("elements") if isinstance(body, dict) else None
+        if not (isinstance(elements, list) and len(elements) == 1 and isinstance(elements[0], dict)):
+            raise unintelligible(self.name, response, "has no single element status")
+        status = elements[0].get("status")
+        if not isinstance(status, int) or isinstance(status, bool):
+            raise unintelligible(self.name, response, "has no numeric element status")
         if status < 300 or (operation == "CLOSE" and status == 409):
             return
-        detail = f"linkedin element status {status}: {result.get('error', '')}"
-        if status >= 500 or status in (408, 429):
+        detail = f"linkedin element status {status}: {elements[0].get('error', '')}"
+        if retryable_status(status):
             raise RetryableError(detail)
         raise RejectedError(detail)

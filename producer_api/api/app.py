@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -32,19 +33,14 @@ REQUEST_SECONDS = Histogram(
     ["method", "route", "status"],
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
 )
-_STATUS_OF = {
-    "NOT_FOUND": 404,
-    "GONE": 410,
-    "VERSION_MISMATCH": 412,
-    "ALREADY_EXISTS": 409,
-    "BAD_CURSOR": 422,
-}
-_TITLE_OF = {
-    404: "Not found",
-    410: "Gone",
-    412: "Precondition failed",
-    409: "Conflict",
-    422: "Invalid request",
+# A refusal's status and title (the problem type is derived from the title).
+_PROBLEM_OF = {
+    "NOT_FOUND": (404, "Not found"),
+    "GONE": (410, "Gone"),
+    "VERSION_MISMATCH": (412, "Precondition failed"),
+    "ALREADY_EXISTS": (409, "Conflict"),
+    "BAD_CURSOR": (422, "Invalid request"),
+    "KEY_REUSED": (422, "Idempotency key reused"),
 }
 
 
@@ -60,12 +56,12 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         sequencer = None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
-            threading.Thread(target=sequencer.run, name="sequencer", daemon=True).start()
+            threading.Thread(target=_run_or_exit, args=(sequencer,), name="sequencer", daemon=True).start()
         app.state.settings = settings
         app.state.tokens = settings.token_set()
         search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
         app.state.service = PostingService(commands, view, deliveries, search, settings.write_timeout_s)
-        app.state.readiness = Readiness(settings, commands, view)
+        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
         try:
             yield
         finally:
@@ -87,9 +83,9 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
 
     @app.exception_handler(PostingError)
     async def _refused(_request: Request, exc: PostingError) -> Response:
-        status = _STATUS_OF[exc.kind]
+        status, title = _PROBLEM_OF[exc.kind]
         headers = {"ETag": f'"{exc.version}"'} if exc.version is not None and exc.version >= 0 else {}
-        return Problem(status, _TITLE_OF[status], exc.detail, headers=headers).response()
+        return Problem(status, title, exc.detail, headers=headers).response()
 
     @app.exception_handler(Unavailable)
     async def _unavailable(_request: Request, exc: Unavailable) -> Response:
@@ -110,6 +106,17 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _run_or_exit(sequencer: Sequencer) -> None:
+    """The embedded sequencer member: it replaces failed sessions by itself; should it stop
+    for good, a replica that cannot sequence must not go on looking alive."""
+    try:
+        sequencer.run()
+    except BaseException:
+        log.critical("the embedded sequencer stopped; exiting so the supervisor restarts us", exc_info=True)
+        logging.shutdown()
+        os._exit(70)
 
 
 class RequestTimer:

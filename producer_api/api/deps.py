@@ -15,7 +15,7 @@ from producer_api.service import PostingService
 
 _bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
-_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+_IDEMPOTENCY_KEY = re.compile(r"^[\x20-\x7e]{1,255}$")  # IETF draft: 1-255 printable ASCII
 
 
 async def get_settings(request: Request) -> ApiSettings:
@@ -58,7 +58,7 @@ async def idempotency_key(
     ] = None,
 ) -> str | None:
     if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        raise Problem(422, "Invalid request", "Idempotency-Key must be 1-200 visible ASCII characters")
+        raise Problem(422, "Invalid request", "Idempotency-Key must be 1-255 printable ASCII characters")
     return key
 
 

@@ -13,10 +13,15 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "a dependency is not ready"}})
+@router.get("/readyz", responses={503: {"description": "not ready: `reasons` names what is missing"}})
 async def readyz(request: Request) -> JSONResponse:
+    """200 when this replica can accept a write and serve a read; `checks` says which part
+    is ready, `reasons` why another is not."""
     checks = await request.app.state.readiness.check()
-    ready = all(checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "not ready", "checks": checks}, status_code=200 if ready else 503
-    )
+    reasons = {name: why for name, why in checks.items() if why is not None}
+    body = {
+        "status": "not ready" if reasons else "ready",
+        "checks": {name: why is None for name, why in checks.items()},
+        "reasons": reasons,
+    }
+    return JSONResponse(body, status_code=503 if reasons else 200)

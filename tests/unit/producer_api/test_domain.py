@@ -1,14 +1,16 @@
 """The sequencer's decisions, on the pure posting state (no Kafka)."""
 
-from producer_api.domain import RECENT_REQUESTS, PartitionState
+from producer_api.domain import IDEMPOTENCY_WINDOW_MS, PartitionState
 
 SNAPSHOT = {"title": "Engineer", "description": "d", "notes": ""}
 
 
-def command(action, request_id, posting_id="p1", expected=None, title="Engineer"):
+def command(action, request_id, posting_id="p1", expected=None, title="Engineer", fingerprint=None):
     posting = None if action == "DELETE" else {**SNAPSHOT, "title": title}
     return {
         "request_id": request_id,
+        "correlation_id": f"c-{request_id}",
+        "request_fingerprint": fingerprint if fingerprint is not None else f"{action}:{title}",
         "posting_id": posting_id,
         "action": action,
         "expected_version": expected,
@@ -24,11 +26,12 @@ def test_versions_start_at_zero_and_grow_by_one():
     assert versions == [0, 1, 2, 3]
 
 
-def test_accepted_update_carries_the_idempotency_key_and_times():
+def test_accepted_update_carries_the_idempotency_key_fingerprint_and_times():
     state = PartitionState()
     (update,) = state.decide(command("CREATE", "r0"), 1234).updates
     assert update["idempotency_key"] == "p1:0"
     assert update["op"] == "CREATED"
+    assert update["request_fingerprint"] == "CREATE:Engineer"
     assert update["last_update_time_millis"] == 1234
     assert update["accepted_at"] == 1
 
@@ -46,13 +49,59 @@ def test_a_repeated_request_gets_the_original_answer_and_writes_nothing():
     assert again.result.version == 1
 
 
-def test_only_recent_requests_are_remembered():
+def test_a_key_reused_for_another_body_or_method_is_refused_and_writes_nothing():
     state = PartitionState()
     state.decide(command("CREATE", "r0"), 1)
-    for i in range(RECENT_REQUESTS + 1):
-        state.decide(command("REPLACE", f"r{i + 1}"), 1)
-    assert "r0" not in state.postings["p1"].recent
-    assert f"r{RECENT_REQUESTS + 1}" in state.postings["p1"].recent
+    state.decide(command("REPLACE", "k", title="A"), 2)
+
+    other_body = state.decide(command("REPLACE", "k", title="B"), 3)
+    other_method = state.decide(command("DELETE", "k"), 4)
+
+    assert (other_body.result.outcome, other_body.updates) == ("KEY_REUSED", [])
+    assert (other_method.result.outcome, other_method.updates) == ("KEY_REUSED", [])
+    assert state.postings["p1"].version == 1
+
+
+def test_one_key_on_two_postings_is_two_requests():
+    state = PartitionState()
+    for posting_id in ("a", "b"):
+        state.decide(command("CREATE", f"create-{posting_id}", posting_id=posting_id), 1)
+    on_a = state.decide(command("REPLACE", "update-1", posting_id="a", title="A"), 2)
+    on_b = state.decide(command("REPLACE", "update-1", posting_id="b", title="B"), 3)
+    assert on_a.updates[0]["posting"]["title"] == "A"
+    assert on_b.updates[0]["posting"]["title"] == "B"
+    assert (on_a.result.version, on_b.result.version) == (1, 1)
+
+
+def test_a_busy_posting_remembers_every_key_for_24_hours_and_then_forgets():
+    state = PartitionState()
+    state.decide(command("CREATE", "r0"), 0)
+    for i in range(1, 1001):
+        state.decide(command("REPLACE", f"r{i}", title=str(i)), i)
+    assert state.decide(command("REPLACE", "r1", title="1"), 2000).result.version == 1  # no cap of 32
+
+    later = IDEMPOTENCY_WINDOW_MS + 500
+    state.decide(command("REPLACE", "fresh", title="x"), later)
+    assert "r1" not in state.postings["p1"].keys and "r999" in state.postings["p1"].keys
+    assert state.decide(command("REPLACE", "r1", title="again"), later).result.version == 1002
+
+
+def test_a_key_used_again_after_its_window_is_not_forgotten_with_the_old_use():
+    restored = PartitionState()
+    restored.apply("p1", _update("p1", 0, "CREATED", "k", at=0))
+    restored.apply("p1", _update("p1", 1, "UPDATED", "k", at=IDEMPOTENCY_WINDOW_MS + 10))
+    decision = restored.decide(command("REPLACE", "k", fingerprint="f"), IDEMPOTENCY_WINDOW_MS + 20)
+    assert decision.updates == [] and decision.result.version == 1
+
+
+def test_state_keeps_no_text_of_old_versions_and_none_of_a_deleted_posting():
+    state = PartitionState()
+    state.decide(command("CREATE", "c", title="First"), 1)
+    state.decide(command("REPLACE", "r", title="Second"), 2)
+    assert state.postings["p1"].posting["title"] == "Second"
+    assert all(not hasattr(use.result, "posting") for use in state.postings["p1"].keys.values())
+    state.decide(command("DELETE", "d"), 3)
+    assert state.postings["p1"].posting is None
 
 
 def test_refusals_write_nothing():
@@ -74,6 +123,7 @@ def test_delete_is_a_deleted_version_then_a_tombstone_and_then_gone():
     assert deleted.updates[0]["posting"] == SNAPSHOT  # the board closes what it had
     for action in ("REPLACE", "DELETE", "CREATE"):
         assert state.decide(command(action, f"after-{action}"), 3).result.outcome == "GONE"
+    assert state.decide(command("DELETE", "d"), 4).result.version == 1  # a retried delete: its answer
 
 
 def test_restoring_from_the_log_gives_the_same_state():
@@ -89,9 +139,18 @@ def test_restoring_from_the_log_gives_the_same_state():
 
     assert restored.postings == live.postings
     assert restored.decide(command("REPLACE", "b"), 7).result.version == 1  # retry known after restore
+    assert restored.decide(command("REPLACE", "b", title="other"), 7).result.outcome == "KEY_REUSED"
 
 
 def test_a_tombstone_alone_means_deleted_not_unknown():
     state = PartitionState()
     state.apply("p9", None)  # compaction kept only the tombstone
     assert state.decide(command("CREATE", "again", posting_id="p9"), 1).result.outcome == "GONE"
+
+
+def _update(posting_id, version, op, request_id, at):
+    return {
+        "posting_id": posting_id, "version": version, "op": op, "idempotency_key": f"{posting_id}:{version}",
+        "request_id": request_id, "request_fingerprint": "f", "posting": SNAPSHOT,
+        "last_update_time_millis": at, "accepted_at": at,
+    }  # fmt: skip

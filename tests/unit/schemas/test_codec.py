@@ -13,6 +13,7 @@ def update(**posting: str) -> dict:
         "op": "UPDATED",
         "idempotency_key": "p-1:3",
         "request_id": "req-9",
+        "request_fingerprint": "f00d",
         "posting": {"title": "Engineer", "description": "Builds things", "notes": "", **posting},
         "last_update_time_millis": 1_700_000_000_123,
         "accepted_at": 1_700_000_000_100,
@@ -76,10 +77,20 @@ def test_missing_field_is_refused():
         codec.posting_updates().encode(record)
 
 
+def test_a_released_v1_record_is_read_by_the_v2_reader():
+    v1_record = update()
+    del v1_record["request_fingerprint"]
+    written_by_v1 = AvroCodec(load_schema("posting_update.v1.avsc")).encode(v1_record)
+
+    read = codec.posting_updates().decode(written_by_v1)
+
+    assert read == {**v1_record, "request_fingerprint": ""}
+
+
 def test_old_writer_is_read_by_newer_reader():
-    new = load_schema("posting_update.v1.avsc")
+    new = load_schema("posting_update.v2.avsc")
     old = copy.deepcopy(new)
-    snapshot = old["fields"][5]["type"]
+    snapshot = next(f for f in old["fields"] if f["name"] == "posting")["type"]
     snapshot["fields"] = [f for f in snapshot["fields"] if f["name"] != "notes"]
     old_record = update()
     del old_record["posting"]["notes"]

@@ -1,11 +1,12 @@
 import pytest
 
-from schemas.partitioning import murmur2, partition_for
+from schemas.partitioning import partition_for
 
 
-# Kafka's own vectors for Utils.murmur2 (clients UtilsTest).
+# Kafka's own vectors for Utils.murmur2 (clients UtilsTest); the partition is the positive
+# part of the hash modulo the partition count, as Java's BuiltInPartitioner computes it.
 @pytest.mark.parametrize(
-    ("key", "expected"),
+    ("key", "java_hash"),
     [
         (b"21", -973932308),
         (b"foobar", -790332482),
@@ -15,10 +16,11 @@ from schemas.partitioning import murmur2, partition_for
         (b"abc", 479470107),
     ],
 )
-def test_murmur2_matches_java(key, expected):
-    assert murmur2(key) == expected
+@pytest.mark.parametrize("partitions", [1, 3, 6, 7, 64, 1000])
+def test_partition_matches_javas_partitioner(key, java_hash, partitions):
+    assert partition_for(key, partitions) == (java_hash & 0x7FFFFFFF) % partitions
 
 
-def test_partition_is_positive_hash_modulo_count():
-    assert partition_for("foobar", 6) == (-790332482 & 0x7FFFFFFF) % 6
+def test_text_keys_are_utf8_and_spread_over_every_partition():
+    assert partition_for("foobar", 6) == partition_for(b"foobar", 6)
     assert {partition_for(f"posting-{i}", 6) for i in range(200)} == set(range(6))

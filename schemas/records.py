@@ -1,0 +1,97 @@
+"""Reading records off a topic: the key and value a reader can use, or a `PoisonRecord`.
+
+Every reader goes through these functions, so a record nobody can use (undecodable value,
+unexpected null, a key that is not UTF-8 or does not match the value) is recognised the
+same way everywhere. What a reader then does with it is its own: a consumer group
+dead-letters it, a view skips it; both count it (`jobpost_poison_records_total{reader}`)
+and log it, and neither ever stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from confluent_kafka import Message
+from prometheus_client import Counter
+
+from schemas import codec
+from schemas.codec import SerializationError
+
+log = logging.getLogger(__name__)
+
+POISON_RECORDS = Counter(
+    "jobpost_poison_records_total", "Records a reader could not use (dead-lettered or skipped)", ["reader"]
+)
+
+
+class PoisonRecord(Exception):
+    """A record its reader cannot use; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def note_poison(reader: str, message: Message, reason: str) -> None:
+    """Count and log a poison record (the caller dead-letters or skips it)."""
+    POISON_RECORDS.labels(reader).inc()
+    where = f"{message.topic()}/{message.partition()}@{message.offset()}"
+    log.error("%s: unusable record at %s: %s", reader, where, reason,
+              extra={"partition": message.partition(), "offset": message.offset()})  # fmt: skip
+
+
+def text_key(message: Message) -> str:
+    key = message.key()
+    if key is None:
+        raise PoisonRecord("the record has no key")
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PoisonRecord(f"the key is not UTF-8: {key[:40]!r}") from exc
+
+
+def _decode(value: bytes | None, decoder: codec.AvroCodec) -> dict[str, Any]:
+    if value is None:
+        raise PoisonRecord("the value is null where a record was expected")
+    try:
+        return decoder.decode(value)
+    except SerializationError as exc:
+        raise PoisonRecord(str(exc)) from exc
+
+
+def posting_update(message: Message) -> tuple[str, dict[str, Any] | None]:
+    """(posting id, the PostingUpdate) of a `jobpost.postings` record; None for a tombstone."""
+    posting_id = text_key(message)
+    if message.value() is None:
+        return posting_id, None
+    update = _decode(message.value(), codec.posting_updates())
+    if update["posting_id"] != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {update['posting_id']!r}")
+    return posting_id, update
+
+
+def command(message: Message) -> dict[str, Any]:
+    posting_id = text_key(message)
+    decoded = _decode(message.value(), codec.commands())
+    if decoded["posting_id"] != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {decoded['posting_id']!r}")
+    return decoded
+
+
+def reply(message: Message) -> dict[str, Any]:
+    return _decode(message.value(), codec.replies())
+
+
+def delivery_state(message: Message) -> tuple[str, str, dict[str, Any] | None]:
+    """(destination, posting id, the DeliveryState) of a `jobpost.deliveries` record;
+    None for a tombstone."""
+    destination, slash, posting_id = text_key(message).partition("/")
+    if not slash or not destination or not posting_id:
+        raise PoisonRecord("the key is not {destination}/{posting_id}")
+    if message.value() is None:
+        return destination, posting_id, None
+    state = _decode(message.value(), codec.delivery_states())
+    if (state["destination"], state["posting_id"]) != (destination, posting_id):
+        raise PoisonRecord("the key does not match the delivery state's destination and posting")
+    return destination, posting_id, state
