@@ -80,6 +80,7 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         lifespan=lifespan,
     )
     problems.install(app)
+    problems.document(app)
 
     @app.exception_handler(PostingError)
     async def _refused(_request: Request, exc: PostingError) -> Response:

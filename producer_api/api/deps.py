@@ -15,7 +15,7 @@ from producer_api.service import PostingService
 
 _bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
-_IDEMPOTENCY_KEY = re.compile(r"^[\x20-\x7e]{1,255}$")  # IETF draft: 1-255 printable ASCII
+_IDEMPOTENCY_KEY = "^[\\x20-\\x7e]+$"  # IETF draft: 1-255 printable ASCII
 
 
 async def get_settings(request: Request) -> ApiSettings:
@@ -40,7 +40,11 @@ async def authenticate(
 
 async def expected_version(
     if_match: Annotated[
-        str | None, Header(description='the version the change applies to, as "<version>"')
+        str | None,
+        Header(
+            description='The version the change applies to: the ETag of a read, e.g. `"3"` (`W/"3"`, '
+            "`3` and `*` are accepted too). Any other value names no version: 412."
+        ),
     ] = None,
 ) -> int | None:
     if if_match is None or if_match.strip() == "*":
@@ -54,11 +58,18 @@ async def expected_version(
 async def idempotency_key(
     key: Annotated[
         str | None,
-        Header(alias="Idempotency-Key", description="repeat it on a retry to get the original result"),
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            pattern=_IDEMPOTENCY_KEY,
+            description="1-255 printable ASCII characters. A repeat of the same request (method and body) "
+            "with the same key within 24 hours answers the original status and body and writes "
+            "nothing; the same key with another body or method on this posting answers 422 "
+            "(`.../idempotency-key-reused`).",
+        ),
     ] = None,
 ) -> str | None:
-    if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        raise Problem(422, "Invalid request", "Idempotency-Key must be 1-255 printable ASCII characters")
     return key
 
 

@@ -73,6 +73,12 @@ class ProblemOut(BaseModel):
     errors: list[dict[str, object]] | None = None
 
 
+class ReadinessOut(BaseModel):
+    status: Literal["ready", "not ready"]
+    checks: dict[str, bool] = Field(description="kafka, sequencer, elasticsearch: ready or not")
+    reasons: dict[str, str] = Field(description="why each check that failed is not ready")
+
+
 class SearchPage(BaseModel):
     items: list[PostingOut]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last page")

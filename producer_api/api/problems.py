@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -73,3 +74,28 @@ def install(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return Problem(500, "Internal error", "the server failed; the error is logged").response()
+
+
+def document(app: FastAPI, problem_schema: str = "ProblemOut") -> None:
+    """Describe every error answer in the OpenAPI description as what it is on the wire:
+    `application/problem+json` with the problem schema (FastAPI would say application/json,
+    and describe its own validation error shape for 422)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            problem = {"schema": {"$ref": f"#/components/schemas/{problem_schema}"}}
+            for operations in spec["paths"].values():
+                for operation in operations.values():
+                    for response in operation.get("responses", {}).values():
+                        schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+                        if schema.get("$ref", "").endswith(("/ProblemOut", "/HTTPValidationError")):
+                            response["content"] = {MEDIA_TYPE: problem}
+            for unused in ("HTTPValidationError", "ValidationError"):
+                spec.get("components", {}).get("schemas", {}).pop(unused, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from producer_api.api.models import ReadinessOut
+
 router = APIRouter(tags=["operations"])
 
 
@@ -13,7 +15,11 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "not ready: `reasons` names what is missing"}})
+@router.get(
+    "/readyz",
+    response_model=ReadinessOut,
+    responses={503: {"model": ReadinessOut, "description": "not ready: `reasons` names what is missing"}},
+)
 async def readyz(request: Request) -> JSONResponse:
     """200 when this replica can accept a write and serve a read; `checks` says which part
     is ready, `reasons` why another is not."""

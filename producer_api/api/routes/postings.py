@@ -59,7 +59,14 @@ async def search_postings(
     service: Service,
     q: Annotated[str, Query(min_length=1, max_length=200, description="words of the title")],
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=500, description="next_cursor of the page before")] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=500,
+            pattern="^[A-Za-z0-9_-]+$",
+            description="opaque (URL-safe base64): the `next_cursor` of the page before",
+        ),
+    ] = None,
 ) -> SearchPage:
     """Active postings whose title matches `q`, best first."""
     documents, next_cursor = await service.search(q, limit, cursor)

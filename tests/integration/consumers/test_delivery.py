@@ -282,3 +282,82 @@ def test_dead_letters_are_listed_and_redriven_unless_superseded(
     redriven = lambda: deliveries(api, alone)["destinations"]["linkedin"]  # noqa: E731
     wait_until(lambda: redriven()["delivered_version"] == 1, 30, "the redrive to be recorded")
     assert redriven()["status"] == "delivered"
+
+
+def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sandbox, start_consumer, kafka):
+    from schemas.partitioning import partition_for
+
+    start_consumer("linkedin")
+    sandbox.faults("linkedin", "malformed")
+    outage_started = time.monotonic()
+    postings = [create(api, f"Garbled {n}") for n in range(8)]
+    for posting_id in postings[:4]:
+        replace(api, posting_id, "Garbled, v1")
+
+    def garbled_for_20_s() -> bool:
+        linkedin = deliveries(api, postings[0])["destinations"]["linkedin"]
+        return (
+            time.monotonic() - outage_started >= 20
+            and linkedin["status"] == "retrying"
+            and "body that" in (linkedin["last_error"] or "")
+        )
+
+    wait_until(garbled_for_20_s, 40, "20 s of answers nobody can read")
+    assert all(applied(sandbox, "linkedin", p) == [] for p in postings)
+    sandbox.faults("linkedin", "none")
+
+    for n, posting_id in enumerate(postings):
+        wanted = [0, 1] if n < 4 else [0]
+        wait_until(lambda: applied(sandbox, "linkedin", posting_id) == wanted, 60, "every version, in order")
+    later = next(
+        p for p in (create(api, "Later") for _ in range(30))
+        if partition_for(p, kafka.partitions) == partition_for(postings[0], kafka.partitions)
+    )  # fmt: skip
+    wait_until(lambda: applied(sandbox, "linkedin", later) == [0], 30, "a later posting on the same partition")
+
+
+def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(api, sandbox, start_consumer, kafka, topics):
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from schemas.topics import ensure_topics
+
+    start_consumer("linkedin")
+    posting_id = create(api, "Undeliverable")
+    wait_until(lambda: delivered_version(api, posting_id, "linkedin") == 0, 30, "version 0")
+    dlq = topics.dlq("linkedin")
+    admin = AdminClient(kafka.client_config())
+    admin.delete_topics([dlq])[dlq].result(30)
+    wait_until(lambda: dlq not in admin.list_topics(timeout=10).topics, 30, "the dead-letter topic to go")
+
+    sandbox.faults("linkedin", "reject", posting_ids=[posting_id])
+    replace(api, posting_id, "Undeliverable, v1")
+    partition, offset = next(
+        (m.partition(), m.offset()) for m in postings_messages(kafka, topics.postings)
+        if m.key() == posting_id.encode() and m.value() is not None
+        and codec.posting_updates().decode(m.value())["version"] == 1
+    )  # fmt: skip
+    group = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-linkedin"))
+
+    def committed() -> int:
+        (position,) = group.committed([TopicPartition(topics.postings, partition)], timeout=10)
+        return position.offset
+
+    wait_until(lambda: (sandbox.posting("linkedin", posting_id) or {}).get("requests", 0) >= 2, 30, "the refusal")
+    deadline = time.monotonic() + 8  # several commit intervals: the offset must stay before v1
+    while time.monotonic() < deadline:
+        assert committed() <= offset
+        time.sleep(0.5)
+
+    ensure_topics(kafka)  # the dead-letter topic is back
+    wait_until(lambda: dead_letters(kafka, dlq), 90, "the dead letter, once Kafka takes it")
+    (letter,) = dead_letters(kafka, dlq)
+    assert codec.posting_updates().decode(letter["value"])["version"] == 1
+    wait_until(lambda: committed() > offset, 30, "the offset, committed after the letter")
+    group.close()
+
+
+def postings_messages(kafka, topic: str) -> list:
+    found: list = []
+    replay(kafka, topic, range(kafka.partitions), found.append)
+    return found

@@ -1,0 +1,89 @@
+"""The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import Process, free_port, kafka_env, wait_until
+
+TOKEN = "journey-token"
+
+
+class System:
+    def __init__(self, process: Process, api: str, sandbox: str, prefix: str) -> None:
+        self.process = process
+        self.api = api
+        self.sandbox = sandbox
+        self.prefix = prefix
+        self.metrics: list[str] = []
+        self.http = httpx.Client(base_url=api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=15)
+
+    def children(self, command: str) -> list[int]:
+        """Pids of this system's component processes running `jobpost <command>`."""
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                environ = (proc / "environ").read_bytes()
+            except (OSError, ValueError):
+                continue
+            if (
+                f"jobpost.cli {command}" in cmdline
+                and f"JOBPOST_KAFKA_TOPIC_PREFIX={self.prefix}".encode() in environ
+            ):
+                found.append(int(proc.name))
+        return found
+
+    def board(self, board: str, posting_id: str) -> dict:
+        response = httpx.get(f"{self.sandbox}/_sandbox/{board}/postings/{posting_id}")
+        return response.json() if response.status_code == 200 else {"versions": [], "status": None}
+
+    def progress(self, posting_id: str) -> dict:
+        return self.http.get(f"/postings/{posting_id}/deliveries").json()["destinations"]
+
+    def titles(self, q: str) -> list[tuple[str, int]]:
+        response = self.http.get("/postings", params={"q": q})
+        return (
+            [(i["id"], i["version"]) for i in response.json()["items"]]
+            if response.status_code == 200
+            else [None]
+        )
+
+
+@pytest.fixture
+def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+    api_port, sandbox_port = free_port(), free_port()
+    metrics_port = 20_000 + os.getpid() % 10_000
+    env = {
+        **kafka_env(kafka),
+        "JOBPOST_API_PORT": str(api_port),
+        "JOBPOST_SANDBOX_PORT": str(sandbox_port),
+        "JOBPOST_API_TOKENS": TOKEN,
+        "JOBPOST_API_ELASTICSEARCH_URL": elasticsearch_url,
+        "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
+        "JOBPOST_API_SEARCH_ALIAS": f"{unique}-postings",
+        "JOBPOST_INDEXER_ALIAS": f"{unique}-postings",
+        "JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S": "0.5",
+        "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
+        "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
+        "JOBPOST_METRICS_PORT_BASE": str(metrics_port),
+    }
+    process = Process("make-run", ["run"], env)
+    system = System(
+        process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{sandbox_port}", kafka.topic_prefix
+    )
+    system.metrics = [f"http://127.0.0.1:{metrics_port + n}/metrics" for n in range(3)]
+
+    def ready() -> bool:
+        assert process.popen.poll() is None, process.log_tail()
+        try:
+            return httpx.get(f"{system.api}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(ready, 90, "the whole system to be ready")
+    yield system
+    process.stop()

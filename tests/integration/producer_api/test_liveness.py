@@ -1,0 +1,63 @@
+"""The embedded sequencer outlives a failed session, and /readyz tells the truth meanwhile."""
+
+import threading
+import time
+import uuid
+
+import httpx
+from confluent_kafka import Producer
+
+from tests.processes import running_api, versions_of, wait_until
+
+TOKEN = "liveness-token"
+POSTING = {"title": "Night Porter", "description": "Keys", "notes": ""}
+
+
+def sessions_started(api) -> float:
+    for line in httpx.get(f"{api.url}/metrics").text.splitlines():
+        if line.startswith("jobpost_sequencer_sessions_total "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics, elasticsearch_url):
+    instance = f"fenced-{uuid.uuid4().hex[:6]}"
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_SEQUENCER_INSTANCE_ID=instance) as api:
+        posting_id = httpx.post(f"{api.url}/postings", json=POSTING, headers=api.headers, timeout=15).json()["id"]
+        before = sessions_started(api)
+        readiness: list[tuple[int, dict]] = []
+        watching = threading.Event()
+
+        def watch() -> None:
+            while not watching.is_set():
+                response = httpx.get(f"{api.url}/readyz", timeout=5)
+                readiness.append((response.status_code, response.json()))
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        # A producer with the member's transactional id fences the member's producer, as a
+        # successor does to a zombie: the member's next transaction fails for good.
+        intruder = Producer(kafka.producer_config(**{"transactional.id": f"{kafka.topic_prefix}-sequencer-{instance}"}))
+        intruder.init_transactions(30)
+        try:
+            for n in range(10):
+                key = {**api.headers, "Idempotency-Key": f"after-fence-{n}"}
+
+                def write(n: int = n, key: dict = key) -> bool:
+                    body = {**POSTING, "title": f"Night Porter {n}"}
+                    response = httpx.put(f"{api.url}/postings/{posting_id}", json=body, headers=key, timeout=15)
+                    assert response.status_code in (200, 503), response.text
+                    return response.status_code == 200
+
+                wait_until(write, 60, f"write {n} to be accepted", interval=0.5)
+            wait_until(lambda: httpx.get(f"{api.url}/readyz").status_code == 200, 30, "ready again")
+        finally:
+            watching.set()
+            watcher.join()
+
+        assert sessions_started(api) > before
+        assert versions_of(kafka, topics.postings, posting_id) == list(range(11))
+        not_ready = [body for status, body in readiness if status == 503]
+        assert not_ready, "readiness never said the sequencer was down"
+        assert all("sequencer" in body["reasons"] for body in not_ready)
