@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import pwd
-import stat
-import tempfile
+import shutil
 import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from jobpost.stack import unprivileged
 from jobpost.stack.process import Server
-from jobpost.stack.settings import POMS, StackSettings, java_home, mvn
+from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
 
 
 class ElasticsearchServer(Server):
@@ -24,16 +22,28 @@ class ElasticsearchServer(Server):
 
     def __init__(self, settings: StackSettings) -> None:
         super().__init__("elasticsearch", settings)
+        self._base: Path | None = None
 
     @property
     def home(self) -> Path:
-        # Elasticsearch refuses to run as root; as root we run it as `nobody`, who must be
-        # able to reach its folder, so it moves to the temp dir if the stack dir is private.
-        base = self.settings.dir
-        if os.geteuid() == 0 and not _world_traversable(base):
-            digest = hashlib.sha1(str(base.resolve()).encode()).hexdigest()[:10]
-            base = Path(tempfile.gettempdir()) / f"jobpost-stack-{digest}"
-        return base / f"elasticsearch-{self.version}"
+        return self.base() / f"elasticsearch-{self.version}"
+
+    def base(self) -> Path:
+        """The folder holding the home: the stack dir, or one under the temp dir (see below)."""
+        if self._base is None:
+            self._base = self.settings.dir
+            # Elasticsearch refuses to run as root; as root we run it as `nobody`, who must be
+            # able to reach its folder, so it moves to the temp dir if the stack dir is private.
+            if os.geteuid() == 0:
+                self.settings.dir.mkdir(parents=True, exist_ok=True)
+                if not unprivileged.world_traversable(self.settings.dir):
+                    self._base = unprivileged.temp_base(
+                        self.settings.dir / "elasticsearch.home",
+                        f"elasticsearch-{self.version}",
+                        owner=os.geteuid(),
+                        home_owners={os.geteuid(), unprivileged.nobody()[0]},
+                    )
+        return self._base
 
     def fetch(self) -> None:
         if (self.home / "bin" / "elasticsearch").exists():
@@ -47,14 +57,25 @@ class ElasticsearchServer(Server):
                 f"-Delasticsearch.version={self.version}",
                 f"-DoutputDirectory={download}",
             )
-        _unzip_with_modes(zip_path, self.home.parent)
+        self.unpack(zip_path)
+
+    def unpack(self, zip_path: Path) -> None:
+        """Unpack next to the home, then move it in whole: never into a folder `nobody` owns."""
+        home = self.home
+        partial = home.with_name(f".{home.name}.partial")
+        _remove(partial)
+        _unzip_with_modes(zip_path, partial)
+        if not (partial / home.name / "bin" / "elasticsearch").exists():
+            raise StackError(f"{zip_path} holds no {home.name}/bin/elasticsearch")
+        _remove(home)
+        (partial / home.name).rename(home)
+        partial.rmdir()
 
     def prepare(self) -> None:
         for folder in ("data", "logs", "tmp"):
             (self.home / folder).mkdir(exist_ok=True)
         if os.geteuid() == 0:
-            for path in [self.home, *self.home.rglob("*")]:
-                os.chown(path, *_nobody(), follow_symlinks=False)
+            unprivileged.chown_tree(self.home, *unprivileged.nobody())
 
     def command(self) -> list[str]:
         s = self.settings
@@ -87,7 +108,7 @@ class ElasticsearchServer(Server):
 
     def popen_user(self) -> dict[str, Any]:
         if os.geteuid() == 0:
-            uid, gid = _nobody()
+            uid, gid = unprivileged.nobody()
             return {"user": uid, "group": gid, "extra_groups": []}
         return {}
 
@@ -100,17 +121,11 @@ class ElasticsearchServer(Server):
             return False
 
 
-def _nobody() -> tuple[int, int]:
-    entry = pwd.getpwnam("nobody")
-    return entry.pw_uid, entry.pw_gid
-
-
-def _world_traversable(path: Path) -> bool:
-    path = path.resolve()
-    for folder in [*reversed(path.parents)]:
-        if not folder.stat().st_mode & stat.S_IXOTH:
-            return False
-    return not path.exists() or bool(path.stat().st_mode & stat.S_IXOTH)
+def _remove(path: Path) -> None:
+    if path.is_symlink():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)  # removes by folder descriptor: a symlink inside is not followed
 
 
 def _unzip_with_modes(zip_path: Path, target: Path) -> None:

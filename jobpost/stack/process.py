@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jobpost.stack import pidfile
+from jobpost.stack.pidfile import ProcessIdentity
 from jobpost.stack.settings import StackError, StackSettings
 
 
@@ -35,17 +37,13 @@ class Server:
         return self.settings.dir / "logs" / f"{self.name}.log"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass  # alive, owned by the unprivileged user we started it as
-        return pid
+        """The pid of the server this stack started, while that very process lives."""
+        identity = self._identity()
+        return None if identity is None else identity.pid
+
+    def _identity(self) -> ProcessIdentity | None:
+        identity = pidfile.read(self.pid_file)
+        return identity if identity is not None and identity.alive() else None
 
     def running(self) -> bool:
         return self.pid() is not None
@@ -58,7 +56,6 @@ class Server:
             raise StackError(f"{self.name}: something else already listens on its port")
         self.fetch()
         self.prepare()
-        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
             proc = subprocess.Popen(
@@ -71,28 +68,37 @@ class Server:
                 cwd=self.home,
                 **self.popen_user(),
             )
-        self.pid_file.write_text(str(proc.pid))
-        wait_until(
-            self.answers,
-            timeout=self.settings.start_timeout_s,
-            what=f"{self.name} to answer",
-            alive=lambda: proc.poll() is None,
-            log=self.log_file,
-        )
+        try:
+            self._record(proc)
+            wait_until(
+                self.answers,
+                timeout=self.settings.start_timeout_s,
+                what=f"{self.name} to answer",
+                alive=lambda: proc.poll() is None,
+                log=self.log_file,
+            )
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failure while waiting: leave no server behind.
+            end_group(proc.pid, timeout=30.0)
+            self.pid_file.unlink(missing_ok=True)
+            raise
         return True
+
+    def _record(self, proc: subprocess.Popen[bytes]) -> None:
+        identity = ProcessIdentity.of(proc.pid)
+        if identity is None:
+            raise StackError(f"{self.name} exited at once; see {self.log_file}")
+        pidfile.write(self.pid_file, identity)
 
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the server started by start(); True when one was running."""
-        pid = self.pid()
-        if pid is None:
+        identity = self._identity()
+        if identity is None:
+            # Missing, stale (its pid may belong to another process now) or unreadable:
+            # nothing of ours to signal.
             self.pid_file.unlink(missing_ok=True)
             return False
-        signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and group_alive(pid):
-            time.sleep(0.2)
-        if group_alive(pid):
-            signal_group(pid, signal.SIGKILL)
+        end_group(identity.pid, timeout)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -114,6 +120,19 @@ class Server:
 
     def answers(self) -> bool:
         raise NotImplementedError
+
+
+def end_group(pid: int, timeout: float) -> None:
+    """SIGTERM the process group led by `pid`; SIGKILL what is left after `timeout` or on
+    an interruption (a second Ctrl-C) while waiting."""
+    signal_group(pid, signal.SIGTERM)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and group_alive(pid):
+            time.sleep(0.2)
+    finally:
+        if group_alive(pid):
+            signal_group(pid, signal.SIGKILL)
 
 
 def signal_group(pid: int, sig: signal.Signals) -> None:
