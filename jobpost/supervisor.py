@@ -157,7 +157,7 @@ def run() -> int:
             if server.running():
                 continue
             started.append(server)  # stopped below even when its start is interrupted
-            if not server.start():
+            if not server.start(progress=_say):
                 started.remove(server)  # someone else started it meanwhile
         ensure_topics(KafkaSettings())
         token = settings.token()
@@ -179,6 +179,10 @@ def run() -> int:
             server.stop()
         print("stopped everything this run started", flush=True)
     return 0
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
 
 
 def _announce(settings: stack.StackSettings, supervisor: Supervisor, token: str) -> None:

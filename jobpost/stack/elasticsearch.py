@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jobpost.stack import unprivileged
-from jobpost.stack.process import Server
+from jobpost.stack.process import Progress, Server, megabytes, quiet
 from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
 
 
@@ -19,6 +19,8 @@ class ElasticsearchServer(Server):
     """Elasticsearch's official integration-test distribution, single node, no security."""
 
     version = "8.19.0"
+    artifact = "org.elasticsearch.distribution.integ-test-zip:elasticsearch"
+    download_mb = 97
 
     def __init__(self, settings: StackSettings) -> None:
         super().__init__("elasticsearch", settings)
@@ -45,19 +47,32 @@ class ElasticsearchServer(Server):
                     )
         return self._base
 
-    def fetch(self) -> None:
+    def fetch(self, progress: Progress = quiet) -> None:
         if (self.home / "bin" / "elasticsearch").exists():
             return
         download = self.settings.dir / "jars" / "elasticsearch"
         zip_path = download / f"elasticsearch-{self.version}.zip"
         if not zip_path.exists():
+            progress(
+                f"elasticsearch: fetching {self.artifact} {self.version} (zip)"
+                f" from Maven Central (~{self.download_mb} MB) ..."
+            )
             mvn(
                 POMS / "elasticsearch" / "pom.xml",
                 "dependency:copy-dependencies",
                 f"-Delasticsearch.version={self.version}",
                 f"-DoutputDirectory={download}",
             )
+            progress(f"elasticsearch: {zip_path.name}, {megabytes(zip_path):.0f} MB in {download}")
+        progress(f"elasticsearch: unpacking {zip_path.name} into {self.home} ...")
         self.unpack(zip_path)
+        progress(f"elasticsearch: unpacked, {megabytes(self.home):.0f} MB")
+
+    def fetched_into(self) -> Path:
+        return self.home
+
+    def addresses(self) -> list[str]:
+        return [self.settings.elasticsearch_url]
 
     def unpack(self, zip_path: Path) -> None:
         """Unpack next to the home, then move it in whole: never into a folder `nobody` owns."""

@@ -8,12 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from jobpost.stack.process import Server
+from jobpost.stack.process import Progress, Server, megabytes, quiet
 from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
 
 
 class KafkaServer(Server):
     """A single-node KRaft broker (combined broker + controller) on 127.0.0.1."""
+
+    version = "4.1.0"
+    download_mb = 54  # the broker, kafka-tools and their runtime dependencies
 
     def __init__(self, settings: StackSettings) -> None:
         super().__init__("kafka", settings)
@@ -22,18 +25,31 @@ class KafkaServer(Server):
     def jars(self) -> Path:
         return self.settings.dir / "jars" / "kafka"
 
-    def fetch(self) -> None:
+    def fetch(self, progress: Progress = quiet) -> None:
         if self.jars.is_dir() and any(self.jars.glob("kafka_2.13-*.jar")):
             return
+        progress(
+            f"kafka: fetching org.apache.kafka:kafka_2.13 {self.version} and its dependencies"
+            f" from Maven Central (~{self.download_mb} MB) ..."
+        )
         tmp = self.jars.with_name("kafka.partial")
         shutil.rmtree(tmp, ignore_errors=True)
         mvn(
             POMS / "kafka" / "pom.xml",
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
+            f"-Dkafka.version={self.version}",
             f"-DoutputDirectory={tmp}",
         )
         tmp.rename(self.jars)
+        jars = len(list(self.jars.glob("*.jar")))
+        progress(f"kafka: {jars} jars, {megabytes(self.jars):.0f} MB in {self.jars}")
+
+    def fetched_into(self) -> Path:
+        return self.jars
+
+    def addresses(self) -> list[str]:
+        return [self.settings.kafka_bootstrap]
 
     @property
     def config_file(self) -> Path:

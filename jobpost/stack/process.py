@@ -16,6 +16,13 @@ from jobpost.stack import pidfile
 from jobpost.stack.pidfile import ProcessIdentity
 from jobpost.stack.settings import StackError, StackSettings
 
+Progress = Callable[[str], None]
+"""Told what a long step (a download, an unpack) is doing; the command line prints it."""
+
+
+def quiet(_message: str) -> None:
+    """The default Progress: the library itself prints nothing."""
+
 
 @dataclass
 class Server:
@@ -48,13 +55,13 @@ class Server:
     def running(self) -> bool:
         return self.pid() is not None
 
-    def start(self) -> bool:
+    def start(self, progress: Progress = quiet) -> bool:
         """Start the server unless it runs already; True when this call started it."""
         if self.running():
             return False
         if self.answers():
             raise StackError(f"{self.name}: something else already listens on its port")
-        self.fetch()
+        self.fetch(progress)
         self.prepare()
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
@@ -103,7 +110,15 @@ class Server:
         return True
 
     # Hooks for the two servers.
-    def fetch(self) -> None:
+    def fetch(self, progress: Progress = quiet) -> None:
+        """Download and unpack what the server runs from, unless that is done already."""
+        raise NotImplementedError
+
+    def fetched_into(self) -> Path:
+        raise NotImplementedError
+
+    def addresses(self) -> list[str]:
+        """Where clients reach it."""
         raise NotImplementedError
 
     def prepare(self) -> None:
@@ -120,6 +135,16 @@ class Server:
 
     def answers(self) -> bool:
         raise NotImplementedError
+
+
+def megabytes(path: Path) -> float:
+    """The size of a file, or of a folder's files (symlinks not followed), in MiB."""
+    if not path.is_dir():
+        return path.stat().st_size / 2**20
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        total += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
+    return total / 2**20
 
 
 def end_group(pid: int, timeout: float) -> None:

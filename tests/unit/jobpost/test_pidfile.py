@@ -11,7 +11,7 @@ import pytest
 from jobpost import stack
 from jobpost.stack import pidfile
 from jobpost.stack.pidfile import ProcessIdentity
-from jobpost.stack.process import Server
+from jobpost.stack.process import Progress, Server, quiet
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ class _Sleeper(Server):
 
     launched: int | None = None
 
-    def fetch(self) -> None:
+    def fetch(self, progress: Progress = quiet) -> None:
         pass
 
     def prepare(self) -> None:

@@ -19,7 +19,7 @@ class FakeServer:
     def running(self) -> bool:
         return self.was_running
 
-    def start(self) -> bool:
+    def start(self, progress: object = None) -> bool:
         if self.interrupt:
             raise KeyboardInterrupt  # Ctrl-C while waiting for it to answer
         return True
