@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     except stack.StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
