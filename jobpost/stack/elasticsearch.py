@@ -33,19 +33,23 @@ class ElasticsearchServer(Server):
     def base(self) -> Path:
         """The folder holding the home: the stack dir, or one under the temp dir (see below)."""
         if self._base is None:
-            self._base = self.settings.dir
-            # Elasticsearch refuses to run as root; as root we run it as `nobody`, who must be
-            # able to reach its folder, so it moves to the temp dir if the stack dir is private.
-            if os.geteuid() == 0:
-                self.settings.dir.mkdir(parents=True, exist_ok=True)
-                if not unprivileged.world_traversable(self.settings.dir):
-                    self._base = unprivileged.temp_base(
-                        self.settings.dir / "elasticsearch.home",
-                        f"elasticsearch-{self.version}",
-                        owner=os.geteuid(),
-                        home_owners={os.geteuid(), unprivileged.nobody()[0]},
-                    )
+            self._base = self._choose_base()
         return self._base
+
+    def _choose_base(self) -> Path:
+        # Elasticsearch refuses to run as root; as root we run it as `nobody`, who must be
+        # able to reach its folder, so it moves to the temp dir if the stack dir is private.
+        if os.geteuid() != 0:
+            return self.settings.dir
+        self.settings.dir.mkdir(parents=True, exist_ok=True)
+        if unprivileged.world_traversable(self.settings.dir):
+            return self.settings.dir
+        return unprivileged.temp_base(
+            self.settings.dir / "elasticsearch.home",
+            f"elasticsearch-{self.version}",
+            owner=os.geteuid(),
+            home_owners={os.geteuid(), unprivileged.nobody()[0]},
+        )
 
     def fetch(self, progress: Progress = quiet) -> None:
         if (self.home / "bin" / "elasticsearch").exists():
