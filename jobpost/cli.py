@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import json
 import logging
 import sys
 
@@ -16,22 +18,44 @@ def _stack(args: argparse.Namespace) -> int:
     servers = stack.servers(settings)
     if args.only:
         servers = [s for s in servers if s.name == args.only]
+    if args.json and args.action != "status":
+        print("error: --json goes with status", file=sys.stderr)
+        return 2
     if args.action == "fetch":
         for server in servers:
-            server.fetch()
-            print(f"{server.name}: fetched into {server.home if server.name != 'kafka' else settings.dir}")
+            server.fetch(progress=_say)
+            print(f"{server.name}: fetched into {server.fetched_into()}")
     elif args.action == "start":
         for server in servers:
-            started = server.start()
+            started = server.start(progress=_say)
             print(f"{server.name}: {'started' if started else 'already running'} (log {server.log_file})")
     elif args.action == "stop":
         for server in reversed(servers):
             print(f"{server.name}: {'stopped' if server.stop() else 'not running'}")
     else:
         for server in servers:
-            pid = server.pid()
-            print(f"{server.name}: {f'running, pid {pid}' if pid else 'stopped'}")
+            print(_status(server, as_json=args.json))
     return 0
+
+
+def _status(server: stack.Server, *, as_json: bool) -> str:
+    pid = server.pid()
+    if as_json:
+        return json.dumps(
+            {"name": server.name, "pid": pid, "addresses": server.addresses(), "running": pid is not None}
+        )
+    return f"{server.name}: {f'running, pid {pid}' if pid else 'stopped'}"
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("jobpost")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _topics(args: argparse.Namespace) -> int:
@@ -47,11 +71,13 @@ def _topics(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jobpost", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     p = commands.add_parser("stack", help="fetch, start, stop the local Kafka and Elasticsearch")
     p.add_argument("action", choices=["fetch", "start", "stop", "status"])
     p.add_argument("--only", choices=["kafka", "elasticsearch"])
+    p.add_argument("--json", action="store_true", help="status: one JSON object per server per line")
     p.set_defaults(func=_stack)
 
     p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
@@ -150,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     except stack.StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -16,9 +16,31 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from jobpost import stack
 from schemas.kafka import KafkaSettings
 from schemas.topics import ensure_topics
+
+
+class RunSettings(BaseSettings):
+    """What `jobpost run` starts and where. `JOBPOST_RUN_SERVERS` and `JOBPOST_RUN_REPLICAS`
+    carry the prefix; the ports and tokens keep the names the components themselves read."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBPOST_RUN_", populate_by_name=True)
+
+    servers: bool = True  # false: Kafka and Elasticsearch are managed elsewhere
+    replicas: int = Field(default=1, ge=1)  # stored only: one of each component runs for now
+    api_port: int = Field(default=8000, validation_alias="JOBPOST_API_PORT")
+    sandbox_port: int = Field(default=8090, validation_alias="JOBPOST_SANDBOX_PORT")
+    metrics_port_base: int = Field(default=9101, validation_alias="JOBPOST_METRICS_PORT_BASE")
+    api_tokens: SecretStr | None = Field(default=None, validation_alias="JOBPOST_API_TOKENS")
+
+    def token(self) -> str:
+        """The tokens given, or a fresh one for this run."""
+        given = self.api_tokens.get_secret_value() if self.api_tokens else ""
+        return given or secrets.token_urlsafe(24)
 
 
 @dataclass
@@ -89,10 +111,10 @@ class Supervisor:
                 c.process.wait()
 
 
-def components(api_port: int, sandbox_port: int) -> list[Component]:
+def components(settings: RunSettings) -> list[Component]:
     """Every component, in start order (stopped in reverse)."""
     jobpost = [sys.executable, "-m", "jobpost.cli"]
-    metrics = int(os.environ.get("JOBPOST_METRICS_PORT_BASE", "9101"))
+    api_port, sandbox_port, metrics = settings.api_port, settings.sandbox_port, settings.metrics_port_base
     return [
         Component(
             "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
@@ -109,10 +131,10 @@ def components(api_port: int, sandbox_port: int) -> list[Component]:
     ]
 
 
-def component_env(token: str, sandbox_port: int) -> dict[str, str]:
+def component_env(token: str, settings: RunSettings) -> dict[str, str]:
     """The environment every component gets: the caller's, plus the token and the sandbox
     as both boards unless real board URLs are set."""
-    sandbox = f"http://127.0.0.1:{sandbox_port}"
+    sandbox = f"http://127.0.0.1:{settings.sandbox_port}"
     env = {**os.environ, "JOBPOST_API_TOKENS": token}
     env.setdefault("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", f"{sandbox}/linkedin")
     env.setdefault("JOBPOST_CONSUMER_INDEED__BASE_URL", f"{sandbox}/indeed")
@@ -120,8 +142,8 @@ def component_env(token: str, sandbox_port: int) -> dict[str, str]:
 
 
 def run() -> int:
+    settings = RunSettings()
     stack_settings = stack.StackSettings()
-    servers = stack.servers(stack_settings)
     started: list[stack.Server] = []
     supervisor: Supervisor | None = None
 
@@ -130,18 +152,18 @@ def run() -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     try:
-        # JOBPOST_RUN_SERVERS=false: Kafka and Elasticsearch are managed elsewhere.
-        for server in servers if os.environ.get("JOBPOST_RUN_SERVERS", "true") != "false" else []:
+        for server in stack.servers(stack_settings) if settings.servers else []:
             print(f"starting {server.name} ...", flush=True)
-            if server.start():
-                started.append(server)
-        kafka = KafkaSettings()
-        ensure_topics(kafka)
-        token = os.environ.get("JOBPOST_API_TOKENS") or secrets.token_urlsafe(24)
-        api_port = int(os.environ.get("JOBPOST_API_PORT", "8000"))
-        sandbox_port = int(os.environ.get("JOBPOST_SANDBOX_PORT", "8090"))
-        env = component_env(token, sandbox_port)
-        supervisor = Supervisor(components(api_port, sandbox_port), stack_settings.dir / "logs", env)
+            if server.running():
+                continue
+            started.append(server)  # stopped below even when its start is interrupted
+            if not server.start(progress=_say):
+                started.remove(server)  # someone else started it meanwhile
+        ensure_topics(KafkaSettings())
+        token = settings.token()
+        supervisor = Supervisor(
+            components(settings), stack_settings.dir / "logs", component_env(token, settings)
+        )
         for component in supervisor.components:
             supervisor.start(component)
         _announce(stack_settings, supervisor, token)
@@ -157,6 +179,10 @@ def run() -> int:
             server.stop()
         print("stopped everything this run started", flush=True)
     return 0
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
 
 
 def _announce(settings: stack.StackSettings, supervisor: Supervisor, token: str) -> None:

@@ -1,0 +1,195 @@
+"""What every local server shares: its folders, pid file, start, stop and readiness wait."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobpost.stack import pidfile
+from jobpost.stack.pidfile import ProcessIdentity
+from jobpost.stack.settings import StackError, StackSettings
+
+Progress = Callable[[str], None]
+"""Told what a long step (a download, an unpack) is doing; the command line prints it."""
+
+
+def quiet(_message: str) -> None:
+    """The default Progress: the library itself prints nothing."""
+
+
+@dataclass
+class Server:
+    """One local server: how to fetch it, start it, and tell that it answers."""
+
+    name: str
+    settings: StackSettings
+
+    @property
+    def home(self) -> Path:
+        return self.settings.dir / self.name
+
+    @property
+    def pid_file(self) -> Path:
+        return self.settings.dir / "run" / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.settings.dir / "logs" / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        """The pid of the server this stack started, while that very process lives."""
+        identity = self._identity()
+        return None if identity is None else identity.pid
+
+    def _identity(self) -> ProcessIdentity | None:
+        identity = pidfile.read(self.pid_file)
+        return identity if identity is not None and identity.alive() else None
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self, progress: Progress = quiet) -> bool:
+        """Start the server unless it runs already; True when this call started it."""
+        if self.running():
+            return False
+        if self.answers():
+            raise StackError(f"{self.name}: something else already listens on its port")
+        self.fetch(progress)
+        self.prepare()
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            proc = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: stop() kills the JVM children too
+                env=self.environment(),
+                cwd=self.home,
+                **self.popen_user(),
+            )
+        try:
+            self._record(proc)
+            wait_until(
+                self.answers,
+                timeout=self.settings.start_timeout_s,
+                what=f"{self.name} to answer",
+                alive=lambda: proc.poll() is None,
+                log=self.log_file,
+            )
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failure while waiting: leave no server behind.
+            end_group(proc.pid, timeout=30.0)
+            self.pid_file.unlink(missing_ok=True)
+            raise
+        return True
+
+    def _record(self, proc: subprocess.Popen[bytes]) -> None:
+        identity = ProcessIdentity.of(proc.pid)
+        if identity is None:
+            raise StackError(f"{self.name} exited at once; see {self.log_file}")
+        pidfile.write(self.pid_file, identity)
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the server started by start(); True when one was running."""
+        identity = self._identity()
+        if identity is None:
+            # Missing, stale (its pid may belong to another process now) or unreadable:
+            # nothing of ours to signal.
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        end_group(identity.pid, timeout)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    # Hooks for the two servers.
+    def fetch(self, progress: Progress = quiet) -> None:
+        """Download and unpack what the server runs from, unless that is done already."""
+        raise NotImplementedError
+
+    def fetched_into(self) -> Path:
+        raise NotImplementedError
+
+    def addresses(self) -> list[str]:
+        """Where clients reach it."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def popen_user(self) -> dict[str, Any]:
+        return {}
+
+    def answers(self) -> bool:
+        raise NotImplementedError
+
+
+def megabytes(path: Path) -> float:
+    """The size of a file, or of a folder's files (symlinks not followed), in MiB."""
+    if not path.is_dir():
+        return path.stat().st_size / 2**20
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        total += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
+    return total / 2**20
+
+
+def end_group(pid: int, timeout: float) -> None:
+    """SIGTERM the process group led by `pid`; SIGKILL what is left after `timeout` or on
+    an interruption (a second Ctrl-C) while waiting."""
+    signal_group(pid, signal.SIGTERM)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and group_alive(pid):
+            time.sleep(0.2)
+    finally:
+        if group_alive(pid):
+            signal_group(pid, signal.SIGKILL)
+
+
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def group_alive(pid: int) -> bool:
+    # Reap the leader if this process started it: a zombie leader keeps the group alive.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str,
+    alive: Callable[[], bool],
+    log: Path,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if not alive():
+            tail = log.read_text(errors="replace")[-3000:]
+            raise StackError(f"gave up waiting for {what}: the process exited. Log tail:\n{tail}")
+        time.sleep(0.5)
+    raise StackError(f"gave up waiting for {what} after {timeout:.0f} s; see {log}")

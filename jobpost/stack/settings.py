@@ -1,0 +1,63 @@
+"""Where the local servers live and listen, and the tools that fetch and run them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+POMS = PROJECT_ROOT / "stack"
+
+
+class StackError(RuntimeError):
+    """A local server could not be fetched, started or stopped."""
+
+
+class StackSettings(BaseSettings):
+    """Where the local servers live and listen. Environment prefix `JOBPOST_STACK_`."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBPOST_STACK_")
+
+    dir: Path = PROJECT_ROOT / ".stack"
+    kafka_port: int = 9092
+    kafka_controller_port: int = 9093
+    kafka_heap: str = "512m"
+    elasticsearch_port: int = 9200
+    elasticsearch_heap: str = "512m"
+    java_home: Path | None = None
+    start_timeout_s: float = 120.0
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def elasticsearch_url(self) -> str:
+        return f"http://127.0.0.1:{self.elasticsearch_port}"
+
+
+def java_home(settings: StackSettings) -> Path:
+    if settings.java_home:
+        return settings.java_home
+    if os.environ.get("JAVA_HOME"):
+        return Path(os.environ["JAVA_HOME"])
+    java = shutil.which("java")
+    if java is None:
+        raise StackError("no JDK found: install a JDK >= 17 or set JAVA_HOME")
+    return Path(java).resolve().parent.parent
+
+
+def mvn(pom: Path, *goals: str) -> None:
+    if shutil.which("mvn") is None:
+        raise StackError("Maven (mvn) is needed to fetch the server jars")
+    result = subprocess.run(
+        ["mvn", "-B", "-q", "-f", str(pom), *goals],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise StackError(f"mvn failed for {pom}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
