@@ -313,10 +313,14 @@ def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sand
         p for p in (create(api, "Later") for _ in range(30))
         if partition_for(p, kafka.partitions) == partition_for(postings[0], kafka.partitions)
     )  # fmt: skip
-    wait_until(lambda: applied(sandbox, "linkedin", later) == [0], 30, "a later posting on the same partition")
+    wait_until(
+        lambda: applied(sandbox, "linkedin", later) == [0], 30, "a later posting on the same partition"
+    )
 
 
-def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(api, sandbox, start_consumer, kafka, topics):
+def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
+    api, sandbox, start_consumer, kafka, topics
+):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -343,7 +347,9 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(api, sandbox,
         (position,) = group.committed([TopicPartition(topics.postings, partition)], timeout=10)
         return position.offset
 
-    wait_until(lambda: (sandbox.posting("linkedin", posting_id) or {}).get("requests", 0) >= 2, 30, "the refusal")
+    wait_until(
+        lambda: (sandbox.posting("linkedin", posting_id) or {}).get("requests", 0) >= 2, 30, "the refusal"
+    )
     deadline = time.monotonic() + 8  # several commit intervals: the offset must stay before v1
     while time.monotonic() < deadline:
         assert committed() <= offset

@@ -51,7 +51,11 @@ def test_garbage_on_every_topic_stops_nothing(
     indexer = Process(
         "indexer",
         ["indexer"],
-        {**kafka_env(kafka), "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url, "JOBPOST_INDEXER_ALIAS": alias},
+        {
+            **kafka_env(kafka),
+            "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch_url,
+            "JOBPOST_INDEXER_ALIAS": alias,
+        },
     )
     try:
         postings = [create(api, f"After Garbage {n}") for n in range(6)]

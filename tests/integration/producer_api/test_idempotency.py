@@ -12,7 +12,10 @@ POSTING = {"title": "Warehouse Lead", "description": "Forklifts", "notes": ""}
 
 def create(api: ApiProcess, title: str, **headers: str) -> httpx.Response:
     return httpx.post(
-        f"{api.url}/postings", json={**POSTING, "title": title}, headers={**api.headers, **headers}, timeout=15
+        f"{api.url}/postings",
+        json={**POSTING, "title": title},
+        headers={**api.headers, **headers},
+        timeout=15,
     )
 
 

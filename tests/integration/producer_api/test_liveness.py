@@ -23,7 +23,9 @@ def sessions_started(api) -> float:
 def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics, elasticsearch_url):
     instance = f"fenced-{uuid.uuid4().hex[:6]}"
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_SEQUENCER_INSTANCE_ID=instance) as api:
-        posting_id = httpx.post(f"{api.url}/postings", json=POSTING, headers=api.headers, timeout=15).json()["id"]
+        posting_id = httpx.post(f"{api.url}/postings", json=POSTING, headers=api.headers, timeout=15).json()[
+            "id"
+        ]
         before = sessions_started(api)
         readiness: list[tuple[int, dict]] = []
         watching = threading.Event()
@@ -38,7 +40,9 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
         watcher.start()
         # A producer with the member's transactional id fences the member's producer, as a
         # successor does to a zombie: the member's next transaction fails for good.
-        intruder = Producer(kafka.producer_config(**{"transactional.id": f"{kafka.topic_prefix}-sequencer-{instance}"}))
+        intruder = Producer(
+            kafka.producer_config(**{"transactional.id": f"{kafka.topic_prefix}-sequencer-{instance}"})
+        )
         intruder.init_transactions(30)
         try:
             for n in range(10):
@@ -46,7 +50,9 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
 
                 def write(n: int = n, key: dict = key) -> bool:
                     body = {**POSTING, "title": f"Night Porter {n}"}
-                    response = httpx.put(f"{api.url}/postings/{posting_id}", json=body, headers=key, timeout=15)
+                    response = httpx.put(
+                        f"{api.url}/postings/{posting_id}", json=body, headers=key, timeout=15
+                    )
                     assert response.status_code in (200, 503), response.text
                     return response.status_code == 200
 

@@ -1,0 +1,89 @@
+"""What the adapters make of a board's answers, against a local aiohttp server that
+answers as told (no Kafka, milliseconds)."""
+
+import asyncio
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from consumers.boards.indeed import IndeedAdapter, IndeedSettings
+from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.errors import RejectedError, RetryableError
+from jobpost.sandbox import MALFORMED_ANSWERS
+
+UPDATE = {
+    "posting_id": "p1",
+    "version": 1,
+    "op": "UPDATED",
+    "idempotency_key": "p1:1",
+    "posting": {"title": "Engineer", "description": "d", "notes": ""},
+    "last_update_time_millis": 1,
+}
+
+
+def answer_with(status: int, body: bytes, content_type: str = "application/json", **headers: str):
+    async def call(kind: str):
+        async def handler(_request: web.Request) -> web.Response:
+            return web.Response(status=status, body=body, content_type=content_type, headers=headers)
+
+        app = web.Application()
+        app.router.add_post("/linkedin/rest/simpleJobPostings", handler)
+        app.router.add_post("/indeed/graphql", handler)
+        async with TestServer(app, host="127.0.0.1") as server, aiohttp.ClientSession() as client:
+            base = str(server.make_url(""))
+            adapter = (
+                LinkedInAdapter(client, LinkedInSettings(base_url=f"{base}/linkedin"))
+                if kind == "linkedin"
+                else IndeedAdapter(client, IndeedSettings(base_url=f"{base}/indeed"))
+            )
+            await adapter.upsert(UPDATE)
+
+    return call
+
+
+def deliver(kind: str, status: int, body: bytes, content_type: str = "application/json", **headers: str):
+    asyncio.run(answer_with(status, body, content_type, **headers)(kind))
+
+
+@pytest.mark.parametrize("kind", ["linkedin", "indeed"])
+@pytest.mark.parametrize(("body", "content_type"), MALFORMED_ANSWERS)
+def test_an_answer_nobody_can_read_is_retryable_and_quoted(kind, body, content_type):
+    with pytest.raises(RetryableError) as caught:
+        deliver(kind, 200, body, content_type)
+    assert "answered 200 with a body that" in str(caught.value)
+    assert "'" in str(caught.value)  # the start of what came, quoted
+
+
+def test_accepted_answers_pass():
+    deliver("linkedin", 200, b'{"elements": [{"status": 202, "id": "p1"}]}')
+    deliver("indeed", 200, b'{"data": {"jobsIngest": {"createSourcedJobPostings": {"results": []}}}}')
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 503])
+def test_retryable_statuses(status):
+    with pytest.raises(RetryableError) as caught:
+        deliver("indeed", status, b'{"message": "later"}', **{"Retry-After": "7"})
+    assert caught.value.retry_after_s == 7
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_other_4xx_are_rejections(status):
+    with pytest.raises(RejectedError):
+        deliver("linkedin", status, b'{"message": "no"}')
+
+
+def test_element_and_graphql_errors_are_classified():
+    with pytest.raises(RejectedError):
+        deliver("linkedin", 200, b'{"elements": [{"status": 400, "error": "bad title"}]}')
+    with pytest.raises(RetryableError):
+        deliver("linkedin", 200, b'{"elements": [{"status": 503}]}')
+    with pytest.raises(RejectedError):
+        deliver("indeed", 200, b'{"errors": [{"message": "no", "extensions": {"code": "BAD_USER_INPUT"}}]}')
+    with pytest.raises(RetryableError):
+        deliver(
+            "indeed",
+            200,
+            b'{"errors": [{"message": "later", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}]}',
+        )
