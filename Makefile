@@ -20,7 +20,7 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 unit: $(STAMP)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -m "not integration and not e2e"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -21,9 +21,9 @@ from consumers.config import ConsumerSettings
 from consumers.lanes import DELIVERIES
 from consumers.runner import DeliveryRunner
 from jobpost import stack
+from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
-from tests.processes import ApiProcess, Process, free_port, kafka_env, wait_until
 
 LATENCY_MS = 50
 POSTINGS, VERSIONS = 1000, 4

@@ -19,12 +19,12 @@ from elasticsearch import Elasticsearch, helpers
 
 from bench.common import local_kafka, percentiles
 from jobpost import stack
+from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import DOCUMENTS, SearchIndexer
-from tests.processes import ApiProcess, Process, kafka_env, wait_until
 
 UPDATES, POSTINGS = 20_000, 5_000
 

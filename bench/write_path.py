@@ -20,8 +20,8 @@ import httpx
 
 from bench.common import local_kafka, percentiles
 from jobpost import stack
+from jobpost.processes import ApiProcess
 from schemas import codec
-from tests.processes import ApiProcess
 
 TOKEN = "bench"
 BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from schemas.kafka import KafkaSettings
 from schemas.topics import Topics, ensure_topics
 from tests import servers
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests say what they need by where they live: tests/integration/ needs the real
+    servers, tests/e2e/ starts the real processes; `-m "not integration and not e2e"` runs
+    only the unit tests."""
+    for item in items:
+        parts = Path(item.fspath).parts
+        if "integration" in parts:
+            item.add_marker(pytest.mark.integration)
+        elif "e2e" in parts:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from producer_api.service import PostingService
 
 _bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
+_IF_MATCH = r'^\s*(\*|(W/)?"?\d{1,18}"?)\s*$'
 _IDEMPOTENCY_KEY = "^[\\x20-\\x7e]+$"  # IETF draft: 1-255 printable ASCII
 
 
@@ -42,16 +43,17 @@ async def expected_version(
     if_match: Annotated[
         str | None,
         Header(
+            pattern=_IF_MATCH,
             description='The version the change applies to: the ETag of a read, e.g. `"3"` (`W/"3"`, '
-            "`3` and `*` are accepted too). Any other value names no version: 412."
+            "`3` and `*` are accepted too); 412 when the posting is at another version.",
         ),
     ] = None,
 ) -> int | None:
     if if_match is None or if_match.strip() == "*":
         return None
     match = _ETAG.match(if_match)
-    if match is None:
-        raise Problem(412, "Precondition failed", f"If-Match {if_match!r} names no version of this posting")
+    if match is None:  # the header's pattern is checked before; this keeps the function honest alone
+        raise Problem(422, "Invalid request", f"If-Match {if_match!r} is not a version of this API")
     return int(match.group(1))
 
 

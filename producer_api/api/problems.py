@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 log = logging.getLogger(__name__)
 MEDIA_TYPE = "application/problem+json"
@@ -65,15 +66,32 @@ def install(app: FastAPI) -> None:
         return validation_problem(errors).response()
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 400:
+            # FastAPI's only 400 is a body it cannot parse (bad JSON, bad UTF-8): the contract
+            # answers every invalid body with 422.
+            return Problem(422, "Invalid request", f"the body is not UTF-8 JSON: {exc.detail}").response()
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(request))
         titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
         title = titles.get(exc.status_code, "Error")
-        return Problem(exc.status_code, title, str(exc.detail), headers=dict(exc.headers or {})).response()
+        return Problem(exc.status_code, title, str(exc.detail), headers=headers).response()
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return Problem(500, "Internal error", "the server failed; the error is logged").response()
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette names only the first route's)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def document(app: FastAPI, problem_schema: str = "ProblemOut") -> None:

@@ -19,6 +19,7 @@ class System:
         self.sandbox = sandbox
         self.prefix = prefix
         self.metrics: list[str] = []
+        self.token = TOKEN
         self.http = httpx.Client(base_url=api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=15)
 
     def children(self, command: str) -> list[int]:

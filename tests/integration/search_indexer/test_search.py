@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -194,11 +193,9 @@ def test_nothing_is_lost_while_the_search_server_is_away(api, indexer_env, elast
         {**indexer_env, "JOBPOST_INDEXER_ELASTICSEARCH_URL": f"http://127.0.0.1:{port}"},
     )
     try:
-        started = time.monotonic()
         ids = [write(api, "POST", title=f"Lynx Ranger {i}", description="")["id"] for i in range(30)]
         for i in ids[:10]:
             write(api, "PUT", f"/{i}", title=f"Lynx Ranger {i} updated", description="")
-        assert time.monotonic() - started < outage_s, "the writes should flow during the outage"
         assert ids_found(api, "lynx") == []
 
         def caught_up() -> bool:

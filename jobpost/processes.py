@@ -1,0 +1,127 @@
+"""Real component processes, started as `jobpost <command>` is, for the tests and the
+benchmarks: an API process ready to serve, a child with its own log, polling with a
+deadline."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from schemas.kafka import KafkaSettings
+
+LOG_DIR = Path(__file__).resolve().parent.parent / ".stack" / "logs" / "processes"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kafka_env(kafka: KafkaSettings) -> dict[str, str]:
+    return {
+        "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "JOBPOST_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
+        "JOBPOST_KAFKA_PARTITIONS": str(kafka.partitions),
+    }
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll `condition` until it returns something truthy; fail with `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Process:
+    """One `jobpost <command>` child with its own log file."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.log_path = LOG_DIR / f"{name}-{os.getpid()}-{time.time_ns()}.log"
+        with self.log_path.open("wb") as log:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "jobpost.cli", *command],
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """kill -9: no goodbye, as a crash would be."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(10)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class ApiProcess(Process):
+    def __init__(self, kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token = token
+        super().__init__(
+            f"api-{self.port}",
+            ["api"],
+            {
+                **kafka_env(kafka),
+                "JOBPOST_API_PORT": str(self.port),
+                "JOBPOST_API_TOKENS": token,
+                "JOBPOST_API_ELASTICSEARCH_URL": elasticsearch_url,
+                **env,
+            },
+        )
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def wait_ready(self, timeout: float = 60.0, needs: tuple[str, ...] = ("kafka", "sequencer")) -> None:
+        def ready() -> bool:
+            if self.popen.poll() is not None:
+                raise AssertionError(f"{self.name} exited:\n{self.log_tail()}")
+            try:
+                checks = httpx.get(f"{self.url}/readyz", timeout=2).json()["checks"]
+            except (httpx.HTTPError, ValueError, KeyError):
+                return False
+            return all(checks.get(n) for n in needs)
+
+        wait_until(ready, timeout, f"{self.name} to be ready")
+
+
+@contextlib.contextmanager
+def running_api(kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str) -> Iterator[ApiProcess]:
+    """An API process (with its sequencer member), ready to serve, stopped afterwards."""
+    process = ApiProcess(kafka, token, elasticsearch_url, **env)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
