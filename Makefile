@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit lint format bench stack-start stack-stop clean
+.PHONY: run test unit lint format bench chaos stack-start stack-stop clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Three brokers, two replicas of everything, faults one after another (about 8 minutes).
+chaos: $(STAMP)
+	$(BIN)/jobpost stack fetch
+	$(BIN)/jobpost chaos
 
 stack-start: $(STAMP)
 	$(BIN)/jobpost stack start

@@ -36,6 +36,24 @@ def kafka_env(kafka: KafkaSettings) -> dict[str, str]:
     }
 
 
+def component_pids(command: str, topic_prefix: str) -> list[int]:
+    """Pids of the processes running `jobpost <command>` for the system with this topic
+    prefix (several systems may share a machine)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            environ = (proc / "environ").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if (
+            f"jobpost.cli {command}" in cmdline
+            and f"JOBPOST_KAFKA_TOPIC_PREFIX={topic_prefix}\0".encode() in environ
+        ):
+            found.append(int(proc.name))
+    return found
+
+
 def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     """Poll `condition` until it returns something truthy; fail with `what` at the deadline."""
     deadline = time.monotonic() + timeout

@@ -21,12 +21,30 @@ from starlette.types import Receive, Scope, Send
 Board = Literal["linkedin", "indeed"]
 
 
+Mode = Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"]
+
+
+class FaultRule(BaseModel):
+    mode: Mode
+    probability: float = Field(default=1.0, ge=0, le=1)
+
+
 class Faults(BaseModel):
-    mode: Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"] = "none"
+    mode: Mode = "none"
     probability: float = Field(default=1.0, ge=0, le=1)
     latency_ms: int = Field(default=0, ge=0)
     retry_after_s: int = Field(default=1, ge=0)
     posting_ids: list[str] | None = Field(default=None, description="only these postings (default: all)")
+    also: list[FaultRule] = Field(
+        default_factory=list, description="more faults at once, each with its own probability"
+    )
+
+    def draw(self) -> str:
+        """The fault this request meets: the first rule whose chance comes up, else none."""
+        for rule in (FaultRule(mode=self.mode, probability=self.probability), *self.also):
+            if rule.mode != "none" and random.random() < rule.probability:
+                return rule.mode
+        return "none"
 
 
 @dataclass
@@ -81,8 +99,7 @@ def create_sandbox() -> FastAPI:
         if faults.latency_ms:
             await asyncio.sleep(faults.latency_ms / 1000)
         targeted = faults.posting_ids is None or posting_id in faults.posting_ids
-        hit = faults.mode != "none" and targeted and random.random() < faults.probability
-        fault = faults.mode if hit else "none"
+        fault = faults.draw() if targeted else "none"
         if fault == "error":
             return JSONResponse({"message": "sandbox: unavailable"}, 503)
         if fault == "timeout":

@@ -2,12 +2,11 @@
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.processes import Process, free_port, kafka_env, wait_until
+from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
 
 TOKEN = "journey-token"
 
@@ -24,19 +23,7 @@ class System:
 
     def children(self, command: str) -> list[int]:
         """Pids of this system's component processes running `jobpost <command>`."""
-        found = []
-        for proc in Path("/proc").iterdir():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                environ = (proc / "environ").read_bytes()
-            except (OSError, ValueError):
-                continue
-            if (
-                f"jobpost.cli {command}" in cmdline
-                and f"JOBPOST_KAFKA_TOPIC_PREFIX={self.prefix}".encode() in environ
-            ):
-                found.append(int(proc.name))
-        return found
+        return component_pids(command, self.prefix)
 
     def board(self, board: str, posting_id: str) -> dict:
         response = httpx.get(f"{self.sandbox}/_sandbox/{board}/postings/{posting_id}")

@@ -1,0 +1,95 @@
+"""The faults of the fault-injection run, each a function that breaks something and
+returns once it has been put right again (or once its supervisor can)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from jobpost import stack
+from jobpost.processes import component_pids
+
+
+@dataclass
+class Target:
+    """What the faults act on: the cluster's nodes, the system's processes, the search server."""
+
+    stack_settings: stack.StackSettings
+    bootstrap: str
+    postings_topic: str
+    topic_prefix: str
+    outage_s: float = 20.0
+
+
+def _node_leading_most(target: Target) -> stack.KafkaServer:
+    metadata = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(
+        target.postings_topic, timeout=10
+    )
+    leaders = Counter(p.leader for p in metadata.topics[target.postings_topic].partitions.values())
+    node_id = leaders.most_common(1)[0][0]
+    return next(n for n in stack.kafka_nodes(target.stack_settings) if n.node_id == node_id)
+
+
+def kill_leading_broker(target: Target) -> str:
+    """kill -9 the broker leading the most postings partitions; start it again after the outage."""
+    node = _node_leading_most(target)
+    node.kill()
+    time.sleep(target.outage_s)
+    node.start()
+    return f"kill -9 of broker {node.node_id}, restarted after {target.outage_s:.0f} s"
+
+
+def pause_broker(target: Target) -> str:
+    """SIGSTOP a broker (a zombie), SIGCONT it after the outage."""
+    node = _node_leading_most(target)
+    pid = node.pid()
+    assert pid is not None, f"broker {node.node_id} is not running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(target.outage_s)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    return f"SIGSTOP of broker {node.node_id} for {target.outage_s:.0f} s"
+
+
+def _kill_one(target: Target, command: str) -> str:
+    pids = component_pids(command, target.topic_prefix)
+    assert pids, f"no `jobpost {command}` process is running"
+    os.kill(pids[0], signal.SIGKILL)
+    return f"kill -9 of one `jobpost {command}` (pid {pids[0]})"
+
+
+def kill_api(target: Target) -> str:
+    return _kill_one(target, "api")
+
+
+def kill_consumers(target: Target) -> str:
+    return "; ".join(_kill_one(target, f"consumer {board}") for board in ("linkedin", "indeed"))
+
+
+def kill_indexer(target: Target) -> str:
+    return _kill_one(target, "indexer")
+
+
+def stop_search(target: Target) -> str:
+    server = stack.ElasticsearchServer(target.stack_settings)
+    server.stop()
+    time.sleep(target.outage_s)
+    server.start()
+    return f"Elasticsearch stopped for {target.outage_s:.0f} s"
+
+
+FAULTS: dict[str, Callable[[Target], str]] = {
+    "broker-kill": kill_leading_broker,
+    "broker-pause": pause_broker,
+    "api-kill": kill_api,
+    "consumer-kill": kill_consumers,
+    "indexer-kill": kill_indexer,
+    "search-stop": stop_search,
+}
