@@ -144,7 +144,7 @@ def component_env(token: str, settings: RunSettings) -> dict[str, str]:
 def run() -> int:
     settings = RunSettings()
     stack_settings = stack.StackSettings()
-    started: list[stack.Server] = []
+    started: list[stack.Managed] = []
     supervisor: Supervisor | None = None
 
     def _stop(_signum: int, _frame: object) -> None:
@@ -176,7 +176,7 @@ def run() -> int:
         if supervisor:
             supervisor.stop_all()
         for server in reversed(started):
-            server.stop()
+            server.stop_launched()  # of a Kafka cluster found partly running: the nodes it started
         print("stopped everything this run started", flush=True)
     return 0
 
