@@ -1,7 +1,10 @@
 """`jobpost run`: the local servers plus every component, each a supervised child process.
 
-With JOBPOST_STACK_BROKERS=3 the topics and the components get replication factor 3 and
-min.insync.replicas 2 unless set.
+JOBPOST_RUN_REPLICAS=n runs n of each component but the sandbox: API replicas on api_port,
+api_port+1, ...; replica r of LinkedIn, Indeed and the indexer serves metrics on
+metrics_port_base + 3(r-1) + 0, 1, 2. With one replica the names are api, linkedin, indeed,
+indexer; with more, api-1, api-2, linkedin-1 ... With JOBPOST_STACK_BROKERS=3 the topics
+and the components get replication factor 3 and min.insync.replicas 2 unless set.
 
 A component that exits is restarted with backoff (1 s doubling to 30 s, reset after a
 minute of healthy running). SIGINT or SIGTERM stops the components in reverse order, then
@@ -36,7 +39,7 @@ class RunSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_RUN_", populate_by_name=True)
 
     servers: bool = True  # false: Kafka and Elasticsearch are managed elsewhere
-    replicas: int = Field(default=1, ge=1)  # stored only: one of each component runs for now
+    replicas: int = Field(default=1, ge=1)  # of every component but the sandbox
     api_port: int = Field(default=8000, validation_alias="JOBPOST_API_PORT")
     sandbox_port: int = Field(default=8090, validation_alias="JOBPOST_SANDBOX_PORT")
     metrics_port_base: int = Field(default=9101, validation_alias="JOBPOST_METRICS_PORT_BASE")
@@ -119,21 +122,33 @@ class Supervisor:
 def components(settings: RunSettings) -> list[Component]:
     """Every component, in start order (stopped in reverse)."""
     jobpost = [sys.executable, "-m", "jobpost.cli"]
-    api_port, sandbox_port, metrics = settings.api_port, settings.sandbox_port, settings.metrics_port_base
-    return [
+    sandbox_port, metrics, n = settings.sandbox_port, settings.metrics_port_base, settings.replicas
+
+    def name(kind: str, replica: int) -> str:
+        return kind if n == 1 else f"{kind}-{replica}"
+
+    apis = [
         Component(
-            "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
-        ),
-        Component("api", [*jobpost, "api"], f"http://127.0.0.1:{api_port} (docs at /docs)"),
-        *(
-            Component(name, argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
-            for name, argv, variable, port in (
-                ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", metrics),
-                ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", metrics + 1),
-                ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", metrics + 2),
-            )
-        ),
+            name("api", r),
+            [*jobpost, "api"],
+            f"http://127.0.0.1:{port} (docs at /docs)",
+            {"JOBPOST_API_PORT": str(port)},
+        )
+        for r, port in ((r, settings.api_port + r - 1) for r in range(1, n + 1))
     ]
+    workers = [
+        Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
+        for kind, argv, variable, offset in (
+            ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", 0),
+            ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", 1),
+            ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", 2),
+        )
+        for r, port in ((r, metrics + 3 * (r - 1) + offset) for r in range(1, n + 1))
+    ]
+    sandbox = Component(
+        "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
+    )
+    return [sandbox, *apis, *workers]
 
 
 # The Kafka settings `jobpost run` fills in from the stack when the caller has not set them.
