@@ -28,13 +28,15 @@ def _stack(args: argparse.Namespace) -> int:
     elif args.action == "start":
         for server in servers:
             started = server.start(progress=_say)
-            print(f"{server.name}: {'started' if started else 'already running'} (log {server.log_file})")
+            logs = ", ".join(str(member.log_file) for member in server.members())
+            print(f"{server.name}: {'started' if started else 'already running'} (log {logs})")
     elif args.action == "stop":
         for server in reversed(servers):
             print(f"{server.name}: {'stopped' if server.stop() else 'not running'}")
     else:
         for server in servers:
-            print(_status(server, as_json=args.json))
+            for member in server.members():  # Kafka's three nodes: kafka-1, kafka-2, kafka-3
+                print(_status(member, as_json=args.json))
     return 0
 
 

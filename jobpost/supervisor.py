@@ -1,5 +1,11 @@
 """`jobpost run`: the local servers plus every component, each a supervised child process.
 
+JOBPOST_RUN_REPLICAS=n runs n of each component but the sandbox: API replicas on api_port,
+api_port+1, ...; replica r of LinkedIn, Indeed and the indexer serves metrics on
+metrics_port_base + 3(r-1) + 0, 1, 2. With one replica the names are api, linkedin, indeed,
+indexer; with more, api-1, api-2, linkedin-1 ... With JOBPOST_STACK_BROKERS=3 the topics
+and the components get replication factor 3 and min.insync.replicas 2 unless set.
+
 A component that exits is restarted with backoff (1 s doubling to 30 s, reset after a
 minute of healthy running). SIGINT or SIGTERM stops the components in reverse order, then
 the servers this run started, leaving no process behind.
@@ -13,8 +19,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,7 +39,7 @@ class RunSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_RUN_", populate_by_name=True)
 
     servers: bool = True  # false: Kafka and Elasticsearch are managed elsewhere
-    replicas: int = Field(default=1, ge=1)  # stored only: one of each component runs for now
+    replicas: int = Field(default=1, ge=1)  # of every component but the sandbox
     api_port: int = Field(default=8000, validation_alias="JOBPOST_API_PORT")
     sandbox_port: int = Field(default=8090, validation_alias="JOBPOST_SANDBOX_PORT")
     metrics_port_base: int = Field(default=9101, validation_alias="JOBPOST_METRICS_PORT_BASE")
@@ -114,28 +122,66 @@ class Supervisor:
 def components(settings: RunSettings) -> list[Component]:
     """Every component, in start order (stopped in reverse)."""
     jobpost = [sys.executable, "-m", "jobpost.cli"]
-    api_port, sandbox_port, metrics = settings.api_port, settings.sandbox_port, settings.metrics_port_base
-    return [
+    sandbox_port, metrics, n = settings.sandbox_port, settings.metrics_port_base, settings.replicas
+
+    def name(kind: str, replica: int) -> str:
+        return kind if n == 1 else f"{kind}-{replica}"
+
+    apis = [
         Component(
-            "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
-        ),
-        Component("api", [*jobpost, "api"], f"http://127.0.0.1:{api_port} (docs at /docs)"),
-        *(
-            Component(name, argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
-            for name, argv, variable, port in (
-                ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", metrics),
-                ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", metrics + 1),
-                ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", metrics + 2),
-            )
-        ),
+            name("api", r),
+            [*jobpost, "api"],
+            f"http://127.0.0.1:{port} (docs at /docs)",
+            {"JOBPOST_API_PORT": str(port)},
+        )
+        for r, port in ((r, settings.api_port + r - 1) for r in range(1, n + 1))
     ]
+    workers = [
+        Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
+        for kind, argv, variable, offset in (
+            ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", 0),
+            ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", 1),
+            ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", 2),
+        )
+        for r, port in ((r, metrics + 3 * (r - 1) + offset) for r in range(1, n + 1))
+    ]
+    sandbox = Component(
+        "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
+    )
+    return [sandbox, *apis, *workers]
 
 
-def component_env(token: str, settings: RunSettings) -> dict[str, str]:
-    """The environment every component gets: the caller's, plus the token and the sandbox
-    as both boards unless real board URLs are set."""
+# The Kafka settings `jobpost run` fills in from the stack when the caller has not set them.
+KAFKA_VARIABLES = {
+    "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": "bootstrap_servers",
+    "JOBPOST_KAFKA_REPLICATION_FACTOR": "replication_factor",
+    "JOBPOST_KAFKA_MIN_INSYNC_REPLICAS": "min_insync_replicas",
+}
+
+
+def kafka_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -> dict[str, str]:
+    """The stack's Kafka for the components and the topics: its bootstrap servers and, with
+    three brokers, replication factor 3 and min.insync.replicas 2; what `environ` sets wins."""
+    defaults = {"JOBPOST_KAFKA_BOOTSTRAP_SERVERS": stack_settings.kafka_bootstrap}
+    if stack_settings.brokers > 1:
+        defaults["JOBPOST_KAFKA_REPLICATION_FACTOR"] = str(stack_settings.brokers)
+        defaults["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] = "2"
+    return {name: value for name, value in defaults.items() if name not in environ}
+
+
+def kafka_settings(kafka: Mapping[str, str]) -> KafkaSettings:
+    """KafkaSettings from the environment, with kafka_env's additions on top."""
+    overrides: dict[str, Any] = {KAFKA_VARIABLES[name]: value for name, value in kafka.items()}
+    return KafkaSettings(**overrides)
+
+
+def component_env(
+    token: str, settings: RunSettings, kafka: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment every component gets: the caller's, plus kafka_env's additions, the
+    token, and the sandbox as both boards unless real board URLs are set."""
     sandbox = f"http://127.0.0.1:{settings.sandbox_port}"
-    env = {**os.environ, "JOBPOST_API_TOKENS": token}
+    env = {**os.environ, **(kafka or {}), "JOBPOST_API_TOKENS": token}
     env.setdefault("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", f"{sandbox}/linkedin")
     env.setdefault("JOBPOST_CONSUMER_INDEED__BASE_URL", f"{sandbox}/indeed")
     return env
@@ -144,7 +190,8 @@ def component_env(token: str, settings: RunSettings) -> dict[str, str]:
 def run() -> int:
     settings = RunSettings()
     stack_settings = stack.StackSettings()
-    started: list[stack.Server] = []
+    kafka = kafka_env(stack_settings, os.environ)
+    started: list[stack.Managed] = []
     supervisor: Supervisor | None = None
 
     def _stop(_signum: int, _frame: object) -> None:
@@ -159,14 +206,15 @@ def run() -> int:
             started.append(server)  # stopped below even when its start is interrupted
             if not server.start(progress=_say):
                 started.remove(server)  # someone else started it meanwhile
-        ensure_topics(KafkaSettings())
+        kafka_config = kafka_settings(kafka)
+        ensure_topics(kafka_config)
         token = settings.token()
         supervisor = Supervisor(
-            components(settings), stack_settings.dir / "logs", component_env(token, settings)
+            components(settings), stack_settings.dir / "logs", component_env(token, settings, kafka)
         )
         for component in supervisor.components:
             supervisor.start(component)
-        _announce(stack_settings, supervisor, token)
+        _announce(stack_settings, kafka_config, supervisor, token)
         while True:
             supervisor.watch_once()
             time.sleep(0.5)
@@ -176,7 +224,7 @@ def run() -> int:
         if supervisor:
             supervisor.stop_all()
         for server in reversed(started):
-            server.stop()
+            server.stop_launched()  # of a Kafka cluster found partly running: the nodes it started
         print("stopped everything this run started", flush=True)
     return 0
 
@@ -185,10 +233,18 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def _announce(settings: stack.StackSettings, supervisor: Supervisor, token: str) -> None:
+def _announce(
+    settings: stack.StackSettings, kafka: KafkaSettings, supervisor: Supervisor, token: str
+) -> None:
+    replication = ""
+    if kafka.replication_factor > 1:
+        replication = (
+            f" (topics: replication factor {kafka.replication_factor},"
+            f" min.insync.replicas {kafka.min_insync_replicas})"
+        )
     lines = [
         "jobpost is running:",
-        f"  Kafka          {settings.kafka_bootstrap}",
+        f"  Kafka          {kafka.bootstrap_servers}{replication}",
         f"  Elasticsearch  {settings.elasticsearch_url}",
         *(f"  {c.name:<14} {c.address}" for c in supervisor.components if c.address),
         f"  logs           {settings.dir / 'logs'}",

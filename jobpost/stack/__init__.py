@@ -3,24 +3,31 @@
 `jobpost stack fetch|start|stop|status` manage them. Everything lives under one folder
 (default `.stack/` in the project, ignored by git): the fetched jars, server data, logs
 and pid files. Starting a running server is a no-op; stopping kills its process group.
+Kafka is one node, or three (JOBPOST_STACK_BROKERS=3) managed together as "kafka";
+kafka_nodes() gives each node on its own (its pid, start, stop, kill, address).
 """
 
 from __future__ import annotations
 
+from jobpost.stack.cluster import KafkaCluster, kafka_for
 from jobpost.stack.elasticsearch import ElasticsearchServer
-from jobpost.stack.kafka import KafkaServer
-from jobpost.stack.process import Server
+from jobpost.stack.kafka import KafkaServer, kafka_nodes
+from jobpost.stack.process import Managed, Server
 from jobpost.stack.settings import StackError, StackSettings
 
 __all__ = [
     "ElasticsearchServer",
+    "KafkaCluster",
     "KafkaServer",
+    "Managed",
     "Server",
     "StackError",
     "StackSettings",
+    "kafka_for",
+    "kafka_nodes",
     "servers",
 ]
 
 
-def servers(settings: StackSettings) -> list[Server]:
-    return [KafkaServer(settings), ElasticsearchServer(settings)]
+def servers(settings: StackSettings) -> list[Managed]:
+    return [kafka_for(settings), ElasticsearchServer(settings)]

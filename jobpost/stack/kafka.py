@@ -1,10 +1,11 @@
-"""A single-node Kafka (KRaft) broker from Maven Central jars."""
+"""Kafka (KRaft) nodes from Maven Central jars: one node, or one of a three-node cluster."""
 
 from __future__ import annotations
 
 import base64
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -13,13 +14,24 @@ from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, m
 
 
 class KafkaServer(Server):
-    """A single-node KRaft broker (combined broker + controller) on 127.0.0.1."""
+    """One KRaft node (combined broker + controller) on 127.0.0.1.
+
+    With one broker it is "kafka", node 1, on kafka_port / kafka_controller_port; with
+    three it is "kafka-<node id>", one of the static quorum (see StackSettings.kafka_ports).
+    Each node has its own folder (data, server.properties), log file and pid file.
+    """
 
     version = "4.1.0"
     download_mb = 54  # the broker, kafka-tools and their runtime dependencies
 
-    def __init__(self, settings: StackSettings) -> None:
-        super().__init__("kafka", settings)
+    def __init__(self, settings: StackSettings, node_id: int = 1) -> None:
+        super().__init__("kafka" if settings.brokers == 1 else f"kafka-{node_id}", settings)
+        self.node_id = node_id
+        self.client_port, self.controller_port = settings.kafka_ports()[node_id - 1]
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
 
     @property
     def jars(self) -> Path:
@@ -49,41 +61,49 @@ class KafkaServer(Server):
         return self.jars
 
     def addresses(self) -> list[str]:
-        return [self.settings.kafka_bootstrap]
+        return [self.address]
 
     @property
     def config_file(self) -> Path:
         return self.home / "server.properties"
 
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
     def prepare(self) -> None:
-        data = self.home / "data"
+        self.write_config()
+        if not self.formatted():
+            self.format_storage(self.cluster_id())
+
+    def write_config(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties(data).items()))
-        if not (data / "meta.properties").exists():
-            self.format_storage()
+        self.config_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties(self.data).items()))
 
     def properties(self, data: Path) -> dict[str, str]:
         s = self.settings
-        return {
+        voters = ",".join(f"{i}@127.0.0.1:{c}" for i, (_, c) in enumerate(s.kafka_ports(), start=1))
+        replicas, isr = (1, 1) if s.brokers == 1 else (s.brokers, 2)
+        properties = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{s.kafka_controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": voters,
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{s.kafka_port},CONTROLLER://127.0.0.1:{s.kafka_controller_port}"
+                f"PLAINTEXT://127.0.0.1:{self.client_port},CONTROLLER://127.0.0.1:{self.controller_port}"
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{s.kafka_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.address}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(data),
             "num.partitions": "1",
-            "offsets.topic.replication.factor": "1",
+            "offsets.topic.replication.factor": str(replicas),
             "offsets.topic.num.partitions": "10",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.replication.factor": str(replicas),
+            "transaction.state.log.min.isr": str(isr),
             "transaction.state.log.num.partitions": "10",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": str(replicas),
+            "share.coordinator.state.topic.min.isr": str(isr),
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
             # Local disks may be small: keep the broker's own segments modest.
@@ -91,15 +111,44 @@ class KafkaServer(Server):
             # Lets the integration tests see compaction happen in seconds, not hours.
             "log.cleaner.backoff.ms": "1000",
         }
+        if s.brokers > 1:
+            properties["default.replication.factor"] = str(replicas)
+            properties["min.insync.replicas"] = str(isr)
+        return properties
 
-    def format_storage(self) -> None:
-        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
-        format_command = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config_file)]
-        result = subprocess.run(
-            [*self._java(), *format_command],
-            capture_output=True,
-            text=True,
-        )
+    def formatted(self) -> bool:
+        return (self.data / "meta.properties").exists()
+
+    def recorded_cluster_id(self) -> str | None:
+        """The cluster id this node's storage was formatted with, if it was."""
+        try:
+            lines = (self.data / "meta.properties").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        return next((line.split("=", 1)[1].strip() for line in lines if line.startswith("cluster.id=")), None)
+
+    def cluster_id(self) -> str:
+        """The id every node's storage is formatted with: any node's recorded one, else new."""
+        for node in kafka_nodes(self.settings):
+            recorded = node.recorded_cluster_id()
+            if recorded:
+                return recorded
+        return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+
+    def format_command(self, cluster_id: str) -> list[str]:
+        return [
+            *self._java(),
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(self.config_file),
+        ]
+
+    def format_storage(self, cluster_id: str | None = None) -> None:
+        command = self.format_command(cluster_id or self.cluster_id())
+        result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             raise StackError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
 
@@ -117,17 +166,37 @@ class KafkaServer(Server):
     def command(self) -> list[str]:
         return [*self._java(), "kafka.Kafka", str(self.config_file)]
 
-    def answers(self) -> bool:
-        from confluent_kafka.admin import AdminClient
+    def occupied(self) -> bool:
+        return any(_listening(port) for port in (self.client_port, self.controller_port))
 
-        admin = AdminClient({"bootstrap.servers": self.settings.kafka_bootstrap, "log_level": 0})
-        try:
-            admin.list_topics(timeout=2)
-        except Exception:  # noqa: BLE001 - any failure means "not answering yet"
-            return False
-        return True
+    def answers(self) -> bool:
+        """This node answers a metadata request and lists itself as a live broker."""
+        return self.node_id in (metadata_brokers(self.address) or set())
 
     def tool(self, main_class: str, *args: str) -> subprocess.CompletedProcess[str]:
         """Run one of Kafka's Java tools (e.g. ProducerPerformance) against the jars."""
         self.fetch()
         return subprocess.run([*self._java(), main_class, *args], capture_output=True, text=True)
+
+
+def kafka_nodes(settings: StackSettings) -> list[KafkaServer]:
+    """Every Kafka node of the stack, node 1 first: one, or three for JOBPOST_STACK_BROKERS=3."""
+    return [KafkaServer(settings, node_id) for node_id in range(1, settings.brokers + 1)]
+
+
+def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
+    """The node ids of the live brokers a metadata request lists; None when none answers."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except Exception:  # noqa: BLE001 - any failure means "not answering yet"
+        return None
+    return set(metadata.brokers)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jobpost.stack import pidfile
 from jobpost.stack.pidfile import ProcessIdentity
@@ -22,6 +22,20 @@ Progress = Callable[[str], None]
 
 def quiet(_message: str) -> None:
     """The default Progress: the library itself prints nothing."""
+
+
+class Managed(Protocol):
+    """What `jobpost stack` and `jobpost run` manage: one server, or Kafka's three nodes."""
+
+    name: str
+
+    def fetch(self, progress: Progress = quiet) -> None: ...
+    def fetched_into(self) -> Path: ...
+    def running(self) -> bool: ...
+    def start(self, progress: Progress = quiet) -> bool: ...
+    def stop(self, timeout: float = 60.0) -> bool: ...
+    def stop_launched(self) -> bool: ...
+    def members(self) -> list[Server]: ...
 
 
 @dataclass
@@ -59,10 +73,34 @@ class Server:
         """Start the server unless it runs already; True when this call started it."""
         if self.running():
             return False
-        if self.answers():
-            raise StackError(f"{self.name}: something else already listens on its port")
+        self.check_free()
         self.fetch(progress)
         self.prepare()
+        proc = self.launch()
+        try:
+            wait_until(
+                self.answers,
+                timeout=self.settings.start_timeout_s,
+                what=f"{self.name} to answer",
+                alive=lambda: proc.poll() is None,
+                log=self.log_file,
+            )
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failure while waiting: leave no server behind.
+            self.abandon(proc)
+            raise
+        return True
+
+    def check_free(self) -> None:
+        if self.occupied():
+            raise StackError(f"{self.name}: something else already listens on its port")
+
+    def occupied(self) -> bool:
+        """Whether something not started by this stack holds the server's port(s)."""
+        return self.answers()
+
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Run the prepared server in its own process group and record it; no waiting."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
             proc = subprocess.Popen(
@@ -77,19 +115,15 @@ class Server:
             )
         try:
             self._record(proc)
-            wait_until(
-                self.answers,
-                timeout=self.settings.start_timeout_s,
-                what=f"{self.name} to answer",
-                alive=lambda: proc.poll() is None,
-                log=self.log_file,
-            )
         except BaseException:
-            # Ctrl-C, SIGTERM or a failure while waiting: leave no server behind.
-            end_group(proc.pid, timeout=30.0)
-            self.pid_file.unlink(missing_ok=True)
+            self.abandon(proc)
             raise
-        return True
+        return proc
+
+    def abandon(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stop a process launch() started and forget it."""
+        end_groups([proc.pid], timeout=30.0)
+        self.pid_file.unlink(missing_ok=True)
 
     def _record(self, proc: subprocess.Popen[bytes]) -> None:
         identity = ProcessIdentity.of(proc.pid)
@@ -105,9 +139,29 @@ class Server:
             # nothing of ours to signal.
             self.pid_file.unlink(missing_ok=True)
             return False
-        end_group(identity.pid, timeout)
+        end_groups([identity.pid], timeout)
         self.pid_file.unlink(missing_ok=True)
         return True
+
+    def stop_launched(self) -> bool:
+        """Stop what start() launched (for one server: the server)."""
+        return self.stop()
+
+    def kill(self) -> bool:
+        """SIGKILL the server at once (no shutdown), as a crash would; True when one ran."""
+        identity = self._identity()
+        if identity is None:
+            return False
+        signal_group(identity.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and group_alive(identity.pid):
+            time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def members(self) -> list[Server]:
+        """The processes behind this server, each with its own pid (here: itself)."""
+        return [self]
 
     # Hooks for the two servers.
     def fetch(self, progress: Progress = quiet) -> None:
@@ -147,17 +201,22 @@ def megabytes(path: Path) -> float:
     return total / 2**20
 
 
-def end_group(pid: int, timeout: float) -> None:
-    """SIGTERM the process group led by `pid`; SIGKILL what is left after `timeout` or on
-    an interruption (a second Ctrl-C) while waiting."""
-    signal_group(pid, signal.SIGTERM)
+def end_groups(pids: list[int], timeout: float) -> None:
+    """SIGTERM the process groups led by `pids`, all at once; SIGKILL what is left after
+    `timeout` or on an interruption (a second Ctrl-C) while waiting."""
+    for pid in pids:
+        signal_group(pid, signal.SIGTERM)
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and group_alive(pid):
+        while time.monotonic() < deadline and any(group_alive(pid) for pid in pids):
             time.sleep(0.2)
     finally:
-        if group_alive(pid):
-            signal_group(pid, signal.SIGKILL)
+        for pid in pids:
+            if group_alive(pid):
+                signal_group(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and any(group_alive(pid) for pid in pids):
+            time.sleep(0.05)
 
 
 def signal_group(pid: int, sig: signal.Signals) -> None:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -25,15 +26,33 @@ class StackSettings(BaseSettings):
     dir: Path = PROJECT_ROOT / ".stack"
     kafka_port: int = 9092
     kafka_controller_port: int = 9093
-    kafka_heap: str = "512m"
+    kafka_heap: str = "512m"  # each node's
+    brokers: int = 1  # 1, or 3: a three-node KRaft cluster (see kafka_ports)
     elasticsearch_port: int = 9200
     elasticsearch_heap: str = "512m"
     java_home: Path | None = None
     start_timeout_s: float = 120.0
 
+    @field_validator("brokers")
+    @classmethod
+    def _one_or_three(cls, brokers: int) -> int:
+        if brokers not in (1, 3):
+            raise ValueError("JOBPOST_STACK_BROKERS must be 1 or 3")
+        return brokers
+
+    def kafka_ports(self) -> list[tuple[int, int]]:
+        """(client port, controller port) of each node, node 1 first.
+
+        One broker: kafka_port and kafka_controller_port. Three: kafka_port, +2, +4 for
+        clients, each one's next port for its controller (9092/9093, 9094/9095, 9096/9097).
+        """
+        if self.brokers == 1:
+            return [(self.kafka_port, self.kafka_controller_port)]
+        return [(self.kafka_port + 2 * i, self.kafka_port + 2 * i + 1) for i in range(self.brokers)]
+
     @property
     def kafka_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.kafka_port}"
+        return ",".join(f"127.0.0.1:{client}" for client, _controller in self.kafka_ports())
 
     @property
     def elasticsearch_url(self) -> str:

@@ -28,6 +28,9 @@ class FakeServer:
         self.stopped = True
         return True
 
+    def stop_launched(self) -> bool:
+        return self.stop()
+
 
 def test_a_server_whose_start_was_interrupted_is_stopped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -1,0 +1,61 @@
+"""JOBPOST_RUN_REPLICAS=2: `jobpost run`'s components, their names, ports and environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobpost.supervisor import RunSettings, components
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("API_PORT", "SANDBOX_PORT", "METRICS_PORT_BASE", "RUN_REPLICAS"):
+        monkeypatch.delenv(f"JOBPOST_{name}", raising=False)
+
+
+def test_two_replicas_of_everything_but_the_sandbox() -> None:
+    settings = RunSettings(replicas=2, api_port=8000, sandbox_port=8090, metrics_port_base=9101)
+
+    listed = [(c.name, c.argv[3:], c.address, c.env) for c in components(settings)]
+
+    metrics = "JOBPOST_CONSUMER_METRICS_PORT"
+    assert listed == [
+        ("sandbox", ["sandbox", "--port", "8090"], "http://127.0.0.1:8090", {}),
+        ("api-1", ["api"], "http://127.0.0.1:8000 (docs at /docs)", {"JOBPOST_API_PORT": "8000"}),
+        ("api-2", ["api"], "http://127.0.0.1:8001 (docs at /docs)", {"JOBPOST_API_PORT": "8001"}),
+        ("linkedin-1", ["consumer", "linkedin"], "metrics http://127.0.0.1:9101/metrics", {metrics: "9101"}),
+        ("linkedin-2", ["consumer", "linkedin"], "metrics http://127.0.0.1:9104/metrics", {metrics: "9104"}),
+        ("indeed-1", ["consumer", "indeed"], "metrics http://127.0.0.1:9102/metrics", {metrics: "9102"}),
+        ("indeed-2", ["consumer", "indeed"], "metrics http://127.0.0.1:9105/metrics", {metrics: "9105"}),
+        (
+            "indexer-1",
+            ["indexer"],
+            "metrics http://127.0.0.1:9103/metrics",
+            {"JOBPOST_INDEXER_METRICS_PORT": "9103"},
+        ),
+        (
+            "indexer-2",
+            ["indexer"],
+            "metrics http://127.0.0.1:9106/metrics",
+            {"JOBPOST_INDEXER_METRICS_PORT": "9106"},
+        ),
+    ]
+
+
+def test_one_replica_keeps_todays_names_and_ports() -> None:
+    listed = {c.name: c for c in components(RunSettings())}
+
+    assert list(listed) == ["sandbox", "api", "linkedin", "indeed", "indexer"]
+    assert listed["api"].env == {"JOBPOST_API_PORT": "8000"}
+    assert listed["indexer"].env == {"JOBPOST_INDEXER_METRICS_PORT": "9103"}
+
+
+def test_no_two_components_share_a_port() -> None:
+    for replicas in (1, 2, 3):
+        ports = [
+            port
+            for c in components(RunSettings(replicas=replicas))
+            for port in [*c.env.values(), *c.argv[-1:]]
+            if port.isdigit()
+        ]
+        assert len(ports) == len(set(ports)) == 1 + 4 * replicas
