@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("destination", choices=["linkedin", "indeed"])
     p.set_defaults(func=_dlq)
 
+    p = commands.add_parser("chaos", help="faults under load on three brokers and two replicas of everything")
+    p.add_argument("--short", action="store_true", help="the two-minute run of make test")
+    p.add_argument("--duration", type=float, help="seconds of load (default 300; short: 100)")
+    p.set_defaults(func=_chaos)
+
     p = commands.add_parser("sandbox", help="the job-board sandbox imitating LinkedIn and Indeed")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8090)
@@ -122,6 +127,17 @@ def _dlq(args: argparse.Namespace) -> int:
 
     (list_dead_letters if args.action == "list" else redrive)(args.destination)
     return 0
+
+
+def _chaos(args: argparse.Namespace) -> int:
+    from jobpost.chaos.run import Plan, run, short_plan
+
+    plan = short_plan() if args.short else Plan()
+    if args.duration:
+        plan.duration_s = args.duration
+    report = run(plan)
+    print("\n".join(report.lines()), flush=True)
+    return 0 if report.kept_every_promise else 1
 
 
 def _sandbox(args: argparse.Namespace) -> int:

@@ -5,12 +5,14 @@ one after another. Then convergence is awaited and checked from outside (see ver
 from __future__ import annotations
 
 import asyncio
+import shutil
 import itertools
 import statistics
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -34,6 +36,7 @@ class Plan:
     outage_s: float = 20.0
     converge_timeout_s: float = 180.0
     stack_dir: str | None = None  # None: the project's .stack; a folder of its own for the short run
+    remove_stack_dir: bool = False  # the short run's cluster leaves nothing behind
     kafka_port: int = 9092
     elasticsearch_url: str | None = None  # None: the stack's
 
@@ -78,6 +81,11 @@ class Report:
             *(f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s)" for w in self.windows),
         ]
 
+    @property
+    def kept_every_promise(self) -> bool:
+        v = self.verdict
+        return not (v.lost or v.duplicated or v.reordered) and self.converged_after_s is not None
+
     def _in_fault(self, at: float) -> bool:
         return any(w.started <= at <= w.ended + 5 for w in self.windows)
 
@@ -90,6 +98,24 @@ class Report:
         return gap, cause
 
 
+def short_plan() -> Plan:
+    """The run of `make test`: about two minutes, one broker kill and restart, one consumer
+    of each board and one API replica killed; a cluster of its own on ports 19092-19097."""
+    import tempfile
+
+    return Plan(
+        duration_s=100.0,
+        rate=20.0,
+        postings=100,
+        faults=list(SHORT),
+        outage_s=15.0,
+        converge_timeout_s=120.0,
+        stack_dir=tempfile.mkdtemp(prefix="jobpost-chaos-"),
+        remove_stack_dir=True,
+        kafka_port=19092,
+    )
+
+
 def _percentiles(samples: list[float]) -> str:
     if len(samples) < 2:
         return "too few samples"
@@ -98,8 +124,13 @@ def _percentiles(samples: list[float]) -> str:
 
 
 def run(plan: Plan) -> Report:
-    settings = stack.StackSettings(brokers=3, kafka_port=plan.kafka_port,
-                                   **({"dir": plan.stack_dir} if plan.stack_dir else {}))  # fmt: skip
+    settings = stack.StackSettings(brokers=3, kafka_port=plan.kafka_port)
+    if plan.stack_dir:
+        own = Path(plan.stack_dir)
+        own.mkdir(parents=True, exist_ok=True)
+        if not (own / "jars").exists():  # the project's jars, fetched once
+            (own / "jars").symlink_to(settings.dir.resolve() / "jars")
+        settings = settings.model_copy(update={"dir": own})
     cluster = stack.kafka_for(settings)
     started_cluster = cluster.start()
     es_url = plan.elasticsearch_url or settings.elasticsearch_url
@@ -120,8 +151,7 @@ def run(plan: Plan) -> Report:
     apis = [f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{api_port + 1}"]
     sandbox = f"http://127.0.0.1:{sandbox_port}"
     try:
-        for api in apis:
-            wait_until(lambda api=api: _ready(api, system), 180, f"{api} to be ready", interval=0.5)
+        wait_until(lambda: all(_ready(api, system) for api in apis), 180, "both API replicas", interval=0.5)
         for board in ("linkedin", "indeed"):
             faults = {
                 "mode": "error",
@@ -143,11 +173,13 @@ def run(plan: Plan) -> Report:
         system.stop()
         if started_cluster:
             cluster.stop()
+        if plan.stack_dir and plan.remove_stack_dir:
+            shutil.rmtree(plan.stack_dir, ignore_errors=True)
 
 
 def _drive(plan: Plan, load: Load, target: Target) -> list[FaultWindow]:
     """Run the load for the plan's duration, with the faults spread evenly over it."""
-    thread = threading.Thread(target=lambda: asyncio.run(load.run()), name="load")
+    thread = threading.Thread(target=asyncio.run, args=(load.run(),), name="load")
     began = time.monotonic()
     thread.start()
     windows: list[FaultWindow] = []

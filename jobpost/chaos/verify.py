@@ -57,8 +57,8 @@ def check_log(ledger: Ledger, log: dict[str, list[Accepted]]) -> Verdict:
     verdict = Verdict()
     applied = Counter(a.request_id for versions in log.values() for a in versions)
     for key, ack in ledger.acked.items():
-        versions = {a.version for a in log.get(ack.posting_id, []) if a.request_id == key}
-        if ack.version not in versions:
+        applied_as = {a.version for a in log.get(ack.posting_id, []) if a.request_id == key}
+        if ack.version not in applied_as:
             verdict.lost.append(key)
     verdict.duplicated = [key for key, n in applied.items() if n > 1]
     for posting_id, versions in log.items():
