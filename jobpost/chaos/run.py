@@ -5,8 +5,8 @@ one after another. Then convergence is awaited and checked from outside (see ver
 from __future__ import annotations
 
 import asyncio
-import shutil
 import itertools
+import shutil
 import statistics
 import threading
 import time
