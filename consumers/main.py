@@ -19,7 +19,7 @@ from consumers.runner import DeliveryRunner
 from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
-from schemas.kafka import is_record
+from schemas.kafka import coordinates, is_record
 from schemas.outbox import Outgoing, deliver_all
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -114,7 +114,8 @@ def redrive(destination: str) -> None:
                 report, outgoing = await _redrive_one(board, message, delivered, topics, destination)
                 if not deliver_all(producer, outgoing, lambda: False):
                     raise RuntimeError("redrive: Kafka did not acknowledge its writes")
-                past = TopicPartition(topics.dlq(destination), message.partition(), message.offset() + 1)
+                topic, partition, offset = coordinates(message)
+                past = TopicPartition(topic, partition, offset + 1)
                 consumer.commit(offsets=[past], asynchronous=False)
                 print(report)
         consumer.close()

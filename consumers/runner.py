@@ -24,7 +24,7 @@ from consumers.retry import RetryPolicy
 from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import state_record
-from schemas.kafka import is_record, record_lag
+from schemas.kafka import coordinates, is_record, record_lag
 from schemas.outbox import deliver
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -135,7 +135,7 @@ class DeliveryRunner:
     def _take(self, message: Message) -> None:
         if not is_record(message):
             return
-        partition, offset = message.partition(), message.offset()
+        _, partition, offset = coordinates(message)
         self.trackers.setdefault(partition, OffsetTracker()).add(offset)
         try:
             posting_id, update = records.posting_update(message)
@@ -149,7 +149,8 @@ class DeliveryRunner:
 
     async def _dead_letter_poison(self, message: Message, reason: str) -> None:
         await self.outcomes.dead_letter_message(message, reason)
-        self._finish_offset(message.partition(), message.offset())
+        _, partition, offset = coordinates(message)
+        self._finish_offset(partition, offset)
 
     def _finish(self, item: Item) -> None:
         self._finish_offset(item.partition, item.offset)

@@ -27,7 +27,7 @@ from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
-from schemas.kafka import is_record, poll_batch, record_lag
+from schemas.kafka import coordinates, is_record, poll_batch, record_lag
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -160,7 +160,7 @@ class _Session:
             except records.PoisonRecord as exc:
                 records.note_poison("sequencer-restore", message, exc.reason)
                 return
-            fresh[message.partition()].apply(posting_id, update)
+            fresh[coordinates(message)[1]].apply(posting_id, update)
 
         replay(self.settings.kafka, self.topics.postings, numbers, fold, self.settings.restore_timeout_s)
         self.states.update(fresh)
@@ -182,7 +182,8 @@ class _Session:
         for message in messages:
             if not is_record(message):
                 continue
-            offsets[message.partition()] = message.offset() + 1
+            _, partition, offset = coordinates(message)
+            offsets[partition] = offset + 1
             self._sequence(message)
         if offsets:
             positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
@@ -209,11 +210,12 @@ class _Session:
             log.warning("dropped an expired command %s", command["correlation_id"], extra=context)
             COMMANDS.labels("expired").inc()
             return
-        decision = self.states[message.partition()].decide(command, now)
+        partition = coordinates(message)[1]
+        decision = self.states[partition].decide(command, now)
         for update in decision.updates:
             value = codec.posting_updates().encode(update) if update is not None else None
             self.producer.produce(
-                self.topics.postings, key=command["posting_id"], value=value, partition=message.partition()
+                self.topics.postings, key=command["posting_id"], value=value, partition=partition
             )
         self.producer.produce(
             self.topics.replies,

@@ -20,7 +20,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from schemas import records
-from schemas.kafka import KafkaSettings, poll_batch
+from schemas.kafka import KafkaSettings, coordinates, poll_batch
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 
@@ -132,11 +132,10 @@ class LogView:
             except records.PoisonRecord as exc:
                 records.note_poison(self.reader, message, exc.reason)
         elif error.code() == KafkaError._PARTITION_EOF:
-            at_end.add(message.partition())
+            _, partition, offset = coordinates(message)
+            at_end.add(partition)
             # Also the position of a partition that holds no record at all.
-            self._positions[message.partition()] = max(
-                message.offset(), self._positions.get(message.partition(), 0)
-            )
+            self._positions[partition] = max(offset, self._positions.get(partition, 0))
         elif not error.retriable():
             log.error("view of %s: %s", self.topic, error)
 

@@ -25,7 +25,7 @@ from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
 from schemas.http import retryable_status
-from schemas.kafka import is_record, poll_batch, record_lag
+from schemas.kafka import coordinates, is_record, poll_batch, record_lag
 from schemas.outbox import Outgoing, deliver_all
 from schemas.topics import Topics
 from search_indexer import index
@@ -105,7 +105,7 @@ class SearchIndexer:
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
             outgoing += [
-                dead_letter(self.topics.dlq(READER), READER, m, reason, posting_id=m.key().decode())
+                dead_letter(self.topics.dlq(READER), READER, m, reason, posting_id=records.text_key(m))
                 for m, reason in rejected
             ]
             outgoing += [self._progress(m, update) for m, update in indexed]
@@ -162,12 +162,12 @@ class SearchIndexer:
             status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
             delivered_version=update["version"],
         )
-        return state_record(self.topics.deliveries, message.partition(), state)
+        return state_record(self.topics.deliveries, coordinates(message)[1], state)
 
 
 def _next_offsets(messages: list[Message]) -> list[TopicPartition]:
     highest: dict[tuple[str, int], int] = {}
     for m in messages:
-        key = (m.topic(), m.partition())
-        highest[key] = max(highest.get(key, -1), m.offset())
+        topic, partition, offset = coordinates(m)
+        highest[topic, partition] = max(highest.get((topic, partition), -1), offset)
     return [TopicPartition(t, p, o + 1) for (t, p), o in highest.items()]
