@@ -37,3 +37,9 @@ class ConsumerSettings(BaseSettings):
     @property
     def group(self) -> str:
         return self.group_id or f"{self.kafka.topic_prefix}-{self.destination}"
+
+    @property
+    def dead_letter_group(self) -> str:
+        """The short group name of the dead-letter topic `jobpost.<group>.dlq`: the board's
+        name, whatever `group_id` says (schemas.topics.DEAD_LETTER_GROUPS)."""
+        return self.destination

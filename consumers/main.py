@@ -52,7 +52,7 @@ def dead_letters(destination: str) -> list[dict[str, Any]]:
     """Every record of the destination's dead-letter topic, with its headers (`update` is
     None for a letter that cannot be decoded)."""
     settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
-    topic = Topics(settings.kafka.topic_prefix).dlq(destination)
+    topic = Topics(settings.kafka.topic_prefix).dlq(settings.dead_letter_group)
     found: list[dict[str, Any]] = []
 
     def take(message: Any) -> None:
@@ -100,7 +100,7 @@ def redrive(destination: str) -> None:
 
     async def main() -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
-        consumer.subscribe([topics.dlq(destination)])
+        consumer.subscribe([topics.dlq(settings.dead_letter_group)])
         producer = Producer(settings.kafka.producer_config())
         async with aiohttp.ClientSession() as client:
             board = make_board(settings, client)
@@ -111,7 +111,7 @@ def redrive(destination: str) -> None:
                     idle += 1
                     continue
                 idle = 0
-                report, outgoing = await _redrive_one(board, message, delivered, topics, destination)
+                report, outgoing = await _redrive_one(board, message, delivered, topics, settings)
                 if not deliver_all(producer, outgoing, lambda: False):
                     raise RuntimeError("redrive: Kafka did not acknowledge its writes")
                 topic, partition, offset = coordinates(message)
@@ -124,12 +124,13 @@ def redrive(destination: str) -> None:
 
 
 async def _redrive_one(
-    board: Board, message: Any, delivered: dict[str, int], topics: Topics, destination: str
+    board: Board, message: Any, delivered: dict[str, int], topics: Topics, settings: ConsumerSettings
 ) -> tuple[str, list[Outgoing]]:
     """One letter: what to print, and what to write before committing past it."""
+    group = settings.dead_letter_group
     update = _letter(message)
     if update is None:
-        letter = dead_letter(topics.dlq(destination), destination, message, "undecodable dead letter")
+        letter = dead_letter(topics, group, message, "undecodable dead letter")
         return f"undecodable letter at {message.partition()}/{message.offset()}: dead-lettered again", [
             letter
         ]
@@ -141,14 +142,14 @@ async def _redrive_one(
         await (board.close(update) if deleted else board.upsert(update))
     except DeliveryError as exc:
         letter = dead_letter(
-            topics.dlq(destination), destination, message, f"redrive: {exc}",
+            topics, group, message, f"redrive: {exc}",
             version=update["version"], posting_id=update["posting_id"],
         )  # fmt: skip
         return f"{label}: failed again, dead-lettered again: {exc}", [letter]
     delivered[update["posting_id"]] = update["version"]
     source = dict(message.headers() or []).get("jobpost.source_partition", b"0")
     state = delivery_state(
-        destination,
+        settings.destination,
         update["posting_id"],
         status="CLOSED" if deleted else "DELIVERED",
         delivered_version=update["version"],

@@ -33,13 +33,13 @@ log = logging.getLogger(__name__)
 
 
 class KafkaOutcomes:
-    """Delivery states to `jobpost.deliveries`, dead letters to `jobpost.<board>.dlq`;
+    """Delivery states to `jobpost.deliveries`, dead letters to `jobpost.<group>.dlq`;
     each call returns once Kafka acknowledged the record."""
 
-    def __init__(self, producer: Producer, topics: Topics, destination: str) -> None:
+    def __init__(self, producer: Producer, topics: Topics, group: str) -> None:
         self.producer = producer
         self.topics = topics
-        self.destination = destination
+        self.group = group
 
     async def record(self, item: Item, state: dict[str, Any]) -> None:
         await deliver(self.producer, state_record(self.topics.deliveries, item.partition, state))
@@ -57,7 +57,7 @@ class KafkaOutcomes:
     ) -> None:
         posting_id = (message.key() or b"").decode(errors="replace")
         letter = dead_letter(
-            self.topics.dlq(self.destination), self.destination, message, error,
+            self.topics, self.group, message, error,
             attempts=attempts, first_attempt_ms=first_ms, version=version, posting_id=posting_id,
         )  # fmt: skip
         await deliver(self.producer, letter)
@@ -75,7 +75,7 @@ class DeliveryRunner:
         self.destination = settings.destination
         self.topics = Topics(settings.kafka.topic_prefix)
         self.producer = Producer(settings.kafka.producer_config())
-        self.outcomes = KafkaOutcomes(self.producer, self.topics, self.destination)
+        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.dead_letter_group)
         self.scheduler = LaneScheduler(
             self.destination,
             board,
@@ -140,7 +140,7 @@ class DeliveryRunner:
         try:
             posting_id, update = records.posting_update(message)
         except records.PoisonRecord as exc:
-            records.note_poison(self.destination, message, exc.reason)
+            records.note_poison(self.settings.dead_letter_group, message, exc.reason)
             task = asyncio.create_task(self._dead_letter_poison(message, exc.reason))
             self.poison_tasks.add(task)
             task.add_done_callback(self.poison_tasks.discard)
@@ -188,7 +188,7 @@ class DeliveryRunner:
             self.paused = False
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        reader = f"{self.destination}-restore"
+        reader = f"{self.settings.dead_letter_group}-restore"
 
         def fold(message: Message) -> None:
             try:

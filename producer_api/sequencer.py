@@ -45,7 +45,8 @@ TRANSACTION_SECONDS = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2),
 )
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
-READER = "sequencer"
+# The group's short name: its dead-letter topic (jobpost.sequencer.dlq) and its counters' label.
+GROUP = "sequencer"
 
 
 class SequencerFailed(RuntimeError):
@@ -199,8 +200,8 @@ class _Session:
         except records.PoisonRecord as exc:
             # Nobody can be answered: the command goes to the dead-letter topic, in this
             # transaction, so it is dead-lettered exactly when its offset is committed.
-            records.note_poison(READER, message, exc.reason)
-            letter = dead_letter(self.topics.dlq(READER), READER, message, exc.reason)
+            records.note_poison(GROUP, message, exc.reason)
+            letter = dead_letter(self.topics, GROUP, message, exc.reason)
             letter.produce(self.producer)
             COMMANDS.labels("poison").inc()
             return

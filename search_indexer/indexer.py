@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 
 DOCUMENTS = Counter("jobpost_indexer_documents_total", "Documents by outcome", ["outcome"])
 BULK_SECONDS = Histogram("jobpost_indexer_bulk_seconds", "Time for one poll to settle in the index")
-READER = "search-indexer"
+# The group's short name: its dead-letter topic (jobpost.search-indexer.dlq) and its counters'
+# label. What it delivers to is the destination `search` (in jobpost.deliveries).
+GROUP = "search-indexer"
 
 
 class RetryableBulk(Exception):
@@ -91,8 +93,8 @@ class SearchIndexer:
             try:
                 posting_id, update = records.posting_update(message)
             except records.PoisonRecord as exc:
-                records.note_poison(READER, message, exc.reason)
-                outgoing.append(dead_letter(self.topics.dlq(READER), READER, message, exc.reason))
+                records.note_poison(GROUP, message, exc.reason)
+                outgoing.append(dead_letter(self.topics, GROUP, message, exc.reason))
                 continue
             if update is None:
                 continue  # the tombstone after a DELETED version, which is what we index
@@ -105,7 +107,7 @@ class SearchIndexer:
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
             outgoing += [
-                dead_letter(self.topics.dlq(READER), READER, m, reason, posting_id=records.text_key(m))
+                dead_letter(self.topics, GROUP, m, reason, posting_id=records.text_key(m))
                 for m, reason in rejected
             ]
             outgoing += [self._progress(m, update) for m, update in indexed]
