@@ -3,6 +3,9 @@
 A codec reads with one reader schema and knows every released writer schema of its record
 type, so a record written by an older (or newer) release resolves to the reader's shape.
 Schemas come only from the `.avsc` files in `schemas/avro/`.
+
+`AvroCodec` works on the dicts fastavro reads and writes; `RecordCodec` is the thin typed
+layer over it that the code uses: `codec.posting_updates().encode(PostingUpdate) -> bytes`.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
@@ -92,6 +96,40 @@ class AvroCodec:
         except Exception as exc:  # fastavro raises many types for corrupt input
             raise SerializationError(f"cannot decode {self.schema['name']}: {exc!r}") from exc
         return record  # type: ignore[return-value]
+
+
+class AvroRecord(Protocol):
+    def to_avro(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=AvroRecord)
+
+
+class RecordCodec(Generic[R]):
+    """One record type in, bytes out, and back: the type converts itself to and from the
+    Avro dict, `avro` (an AvroCodec) does the rest. Every failure is a SerializationError."""
+
+    def __init__(self, avro: AvroCodec, from_avro: Callable[[dict[str, Any]], R]) -> None:
+        self.avro = avro
+        self._from_avro = from_avro
+
+    @property
+    def fingerprint(self) -> int:
+        return self.avro.fingerprint
+
+    def encode(self, record: R) -> bytes:
+        try:
+            fields = record.to_avro()
+        except AttributeError as exc:  # not the type, or a field of the wrong type (posting=None)
+            raise SerializationError(f"record does not fit {self.avro.schema['name']}: {exc}") from exc
+        return self.avro.encode(fields)
+
+    def decode(self, data: bytes) -> R:
+        fields = self.avro.decode(data)
+        try:
+            return self._from_avro(fields)
+        except (KeyError, ValueError, TypeError) as exc:  # e.g. an enum symbol this code does not know
+            raise SerializationError(f"cannot read {self.avro.schema['name']}: {exc!r}") from exc
 
 
 def _version_of(path: Path) -> int:
