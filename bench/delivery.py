@@ -24,6 +24,7 @@ from jobpost import stack
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
+from schemas.model import Destination
 
 LATENCY_MS = 50
 POSTINGS, VERSIONS = 1000, 4
@@ -53,7 +54,9 @@ def delivered() -> float:
 
 
 async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
-    settings = ConsumerSettings(kafka=kafka, destination="linkedin", group_id=f"{kafka.topic_prefix}-runner")
+    settings = ConsumerSettings(
+        kafka=kafka, destination=Destination.LINKEDIN, group_id=f"{kafka.topic_prefix}-runner"
+    )
     connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
     async with aiohttp.ClientSession(connector=connector) as client:
         runner = DeliveryRunner(

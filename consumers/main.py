@@ -20,19 +20,20 @@ from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
 from schemas.kafka import coordinates, is_record
+from schemas.model import DeliveryStatus, Destination
 from schemas.outbox import Outgoing, deliver_all
 from schemas.replay import replay
 from schemas.topics import Topics
 
 
 def make_board(settings: ConsumerSettings, client: aiohttp.ClientSession) -> Board:
-    if settings.destination == "linkedin":
+    if settings.destination == Destination.LINKEDIN:
         return LinkedInAdapter(client, settings.linkedin)
     return IndeedAdapter(client, settings.indeed)
 
 
 def run_consumer(destination: str) -> None:
-    settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
+    settings = ConsumerSettings(destination=Destination(destination))
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.metrics_host)
 
@@ -51,7 +52,7 @@ def run_consumer(destination: str) -> None:
 def dead_letters(destination: str) -> list[dict[str, Any]]:
     """Every record of the destination's dead-letter topic, with its headers (`update` is
     None for a letter that cannot be decoded)."""
-    settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
+    settings = ConsumerSettings(destination=Destination(destination))
     topic = Topics(settings.kafka.topic_prefix).dlq(settings.dead_letter_group)
     found: list[dict[str, Any]] = []
 
@@ -94,9 +95,9 @@ def redrive(destination: str) -> None:
     A letter that fails again is dead-lettered again (so a later redrive sees it); the
     group `<prefix>-<destination>-redrive` commits past a letter only once what it led to
     (its delivery state, or its new dead letter) is acknowledged by Kafka."""
-    settings = ConsumerSettings(destination=destination)  # type: ignore[arg-type]
+    settings = ConsumerSettings(destination=Destination(destination))
     topics = Topics(settings.kafka.topic_prefix)
-    delivered = _delivered_versions(settings, destination)
+    delivered = _delivered_versions(settings)
 
     async def main() -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
@@ -151,14 +152,14 @@ async def _redrive_one(
     state = delivery_state(
         settings.destination,
         update["posting_id"],
-        status="CLOSED" if deleted else "DELIVERED",
+        status=DeliveryStatus.CLOSED if deleted else DeliveryStatus.DELIVERED,
         delivered_version=update["version"],
         attempts=1,
     )
     return f"{label}: delivered", [state_record(topics.deliveries, int(source), state)]
 
 
-def _delivered_versions(settings: ConsumerSettings, destination: str) -> dict[str, int]:
+def _delivered_versions(settings: ConsumerSettings) -> dict[str, int]:
     versions: dict[str, int] = {}
 
     def take(message: Any) -> None:
@@ -166,8 +167,8 @@ def _delivered_versions(settings: ConsumerSettings, destination: str) -> dict[st
             found, posting_id, state = records.delivery_state(message)
         except records.PoisonRecord:
             return
-        if found == destination and state is not None and state["delivered_version"] is not None:
-            versions[posting_id] = state["delivered_version"]
+        if found == settings.destination and state is not None and state.delivered_version is not None:
+            versions[posting_id] = state.delivered_version
 
     topic = Topics(settings.kafka.topic_prefix).deliveries
     replay(settings.kafka, topic, range(settings.kafka.partitions), take)

@@ -25,6 +25,7 @@ from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import state_record
 from schemas.kafka import coordinates, is_record, record_lag
+from schemas.model import DeliveryState
 from schemas.outbox import deliver
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -41,7 +42,7 @@ class KafkaOutcomes:
         self.topics = topics
         self.group = group
 
-    async def record(self, item: Item, state: dict[str, Any]) -> None:
+    async def record(self, item: Item, state: DeliveryState) -> None:
         await deliver(self.producer, state_record(self.topics.deliveries, item.partition, state))
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:

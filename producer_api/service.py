@@ -11,8 +11,7 @@ from typing import Any
 from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.view import DeliveriesView, PostingsView, PostingView
-
-DESTINATIONS = ("linkedin", "indeed", "search")
+from schemas.model import DeliveryState, DeliveryStatus, Destination
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
@@ -106,15 +105,16 @@ class PostingService:
             raise PostingError("NOT_FOUND", _REFUSALS["NOT_FOUND"])
         states = self.deliveries_view.get(posting_id)
         progress = {}
-        for destination in DESTINATIONS:
-            state = states.get(destination, {})
-            progress[destination] = {
-                "delivered_version": state.get("delivered_version"),
+        for destination in Destination:
+            state = states.get(destination)
+            known = state or DeliveryState(destination, posting_id, DeliveryStatus.PENDING)  # none yet
+            progress[destination.value] = {
+                "delivered_version": known.delivered_version,
                 "status": _status_for(state, view.version),
-                "attempts": state.get("attempts", 0),
-                "first_attempt_at": state.get("first_attempt_at"),
-                "next_attempt_at": state.get("next_attempt_at"),
-                "last_error": state.get("last_error"),
+                "attempts": known.attempts,
+                "first_attempt_at": known.first_attempt_at,
+                "next_attempt_at": known.next_attempt_at,
+                "last_error": known.last_error,
             }
         return view, progress
 
@@ -155,13 +155,15 @@ class PostingService:
         return view
 
 
-def _status_for(state: dict[str, Any], current_version: int) -> str:
-    """A destination's status for the posting's current version: having delivered (or
-    dead-lettered) only an older version means the current one is still pending."""
-    status = str(state.get("status", "PENDING")).lower()
-    delivered = state.get("delivered_version")
-    if status == "delivered" and (delivered is None or delivered < current_version):
+def _status_for(state: DeliveryState | None, current_version: int) -> str:
+    """A destination's status for the posting's current version (None: nothing recorded
+    yet): having delivered (or dead-lettered) only an older version means the current one
+    is still pending."""
+    if state is None:
         return "pending"
-    if status == "failed" and state.get("pending_version") != current_version:
+    delivered = state.delivered_version
+    if state.status == DeliveryStatus.DELIVERED and (delivered is None or delivered < current_version):
         return "pending"
-    return status
+    if state.status == DeliveryStatus.FAILED and state.pending_version != current_version:
+        return "pending"
+    return state.status.lower()

@@ -21,6 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Top
 
 from schemas import records
 from schemas.kafka import KafkaSettings, coordinates, poll_batch
+from schemas.model import DeliveryState, Destination
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 
@@ -182,9 +183,9 @@ class DeliveriesView(LogView):
 
     def __init__(self, kafka: KafkaSettings) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).deliveries)
-        self._states: dict[str, dict[str, dict[str, Any]]] = {}
+        self._states: dict[str, dict[Destination, DeliveryState]] = {}
 
-    def get(self, posting_id: str) -> dict[str, dict[str, Any]]:
+    def get(self, posting_id: str) -> dict[Destination, DeliveryState]:
         return dict(self._states.get(posting_id, {}))
 
     def apply(self, message: Message) -> None:

@@ -21,6 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from schemas.model import DeliveryState
+
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = b"\xc3\x01"
 _HEADER = struct.Struct("<2sq")
@@ -152,5 +154,5 @@ def replies() -> AvroCodec:
 
 
 @cache
-def delivery_states() -> AvroCodec:
-    return AvroCodec.for_record("delivery_state")
+def delivery_states() -> RecordCodec[DeliveryState]:
+    return RecordCodec(AvroCodec.for_record("delivery_state"), DeliveryState.from_avro)

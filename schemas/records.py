@@ -10,13 +10,14 @@ and log it, and neither ever stops.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Message
 from prometheus_client import Counter
 
 from schemas import codec
-from schemas.codec import SerializationError
+from schemas.codec import AvroRecord, RecordCodec, SerializationError
+from schemas.model import DeliveryState, Destination
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,10 @@ def text_key(message: Message) -> str:
         raise PoisonRecord(f"the key is not UTF-8: {key[:40]!r}") from exc
 
 
-def _decode(value: bytes | None, decoder: codec.AvroCodec) -> dict[str, Any]:
+R = TypeVar("R", bound=AvroRecord)
+
+
+def _decode(value: bytes | None, decoder: codec.AvroCodec | RecordCodec[R]) -> Any:
     if value is None:
         raise PoisonRecord("the value is null where a record was expected")
     try:
@@ -83,15 +87,19 @@ def reply(message: Message) -> dict[str, Any]:
     return _decode(message.value(), codec.replies())
 
 
-def delivery_state(message: Message) -> tuple[str, str, dict[str, Any] | None]:
+def delivery_state(message: Message) -> tuple[Destination, str, DeliveryState | None]:
     """(destination, posting id, the DeliveryState) of a `jobpost.deliveries` record;
     None for a tombstone."""
-    destination, slash, posting_id = text_key(message).partition("/")
-    if not slash or not destination or not posting_id:
+    name, slash, posting_id = text_key(message).partition("/")
+    if not slash or not name or not posting_id:
         raise PoisonRecord("the key is not {destination}/{posting_id}")
+    try:
+        destination = Destination(name)
+    except ValueError as exc:
+        raise PoisonRecord(f"the key names no known destination: {name[:40]!r}") from exc
     if message.value() is None:
         return destination, posting_id, None
-    state = _decode(message.value(), codec.delivery_states())
-    if (state["destination"], state["posting_id"]) != (destination, posting_id):
+    state: DeliveryState = _decode(message.value(), codec.delivery_states())
+    if (state.destination, state.posting_id) != (destination, posting_id):
         raise PoisonRecord("the key does not match the delivery state's destination and posting")
     return destination, posting_id, state

@@ -26,6 +26,7 @@ from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
 from schemas.http import retryable_status
 from schemas.kafka import coordinates, is_record, poll_batch, record_lag
+from schemas.model import DeliveryStatus, Destination
 from schemas.outbox import Outgoing, deliver_all
 from schemas.topics import Topics
 from search_indexer import index
@@ -159,9 +160,9 @@ class SearchIndexer:
 
     def _progress(self, message: Message, update: dict[str, Any]) -> Outgoing:
         state = delivery_state(
-            "search",
+            Destination.SEARCH,
             update["posting_id"],
-            status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
+            status=DeliveryStatus.CLOSED if update["op"] == "DELETED" else DeliveryStatus.DELIVERED,
             delivered_version=update["version"],
         )
         return state_record(self.topics.deliveries, coordinates(message)[1], state)
