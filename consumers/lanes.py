@@ -27,7 +27,7 @@ from prometheus_client import Counter
 from consumers.errors import RejectedError, RetryableError
 from consumers.retry import RetryPolicy
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Board calls by destinatio
 
 
 class Board(Protocol):
-    async def upsert(self, update: dict[str, Any]) -> None: ...
+    async def upsert(self, update: PostingUpdate) -> None: ...
 
-    async def close(self, update: dict[str, Any]) -> None: ...
+    async def close(self, update: PostingUpdate) -> None: ...
 
 
 class Clock(Protocol):
@@ -64,18 +64,18 @@ class Item:
     """One record of a posting, as the scheduler sees it."""
 
     posting_id: str
-    update: dict[str, Any] | None  # None: a tombstone
+    update: PostingUpdate | None  # None: a tombstone
     partition: int
     offset: int
     source: Any = None  # the Kafka message, for a dead letter
 
     @property
     def version(self) -> int:
-        return -1 if self.update is None else int(self.update["version"])
+        return -1 if self.update is None else self.update.version
 
     @property
     def deletes(self) -> bool:
-        return self.update is not None and self.update["op"] == "DELETED"
+        return self.update is not None and self.update.op == Op.DELETED
 
 
 class Outcomes(Protocol):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
@@ -54,7 +53,7 @@ class KafkaOutcomes:
         error: str,
         attempts: int = 1,
         first_ms: int | None = None,
-        version: Any = None,
+        version: int | None = None,
     ) -> None:
         posting_id = (message.key() or b"").decode(errors="replace")
         letter = dead_letter(

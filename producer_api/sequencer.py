@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Counter, Histogram
@@ -28,6 +27,7 @@ from producer_api.domain import PartitionState, Result
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
 from schemas.kafka import coordinates, is_record, poll_batch, record_lag
+from schemas.model import Command, Reply
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -206,9 +206,9 @@ class _Session:
             COMMANDS.labels("poison").inc()
             return
         now = now_millis()
-        if now - command["received_at"] > self.settings.command_ttl_s * 1000:
-            context = {"posting_id": command["posting_id"]}
-            log.warning("dropped an expired command %s", command["correlation_id"], extra=context)
+        if now - command.received_at > self.settings.command_ttl_s * 1000:
+            context = {"posting_id": command.posting_id}
+            log.warning("dropped an expired command %s", command.correlation_id, extra=context)
             COMMANDS.labels("expired").inc()
             return
         partition = coordinates(message)[1]
@@ -216,23 +216,23 @@ class _Session:
         for update in decision.updates:
             value = codec.posting_updates().encode(update) if update is not None else None
             self.producer.produce(
-                self.topics.postings, key=command["posting_id"], value=value, partition=partition
+                self.topics.postings, key=command.posting_id, value=value, partition=partition
             )
         self.producer.produce(
             self.topics.replies,
-            key=command["correlation_id"],
+            key=command.correlation_id,
             value=codec.replies().encode(_reply(command, decision.result)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
 
 
-def _reply(command: dict[str, Any], result: Result) -> dict[str, Any]:
-    return {
-        "request_id": command["request_id"],
-        "correlation_id": command["correlation_id"],
-        "posting_id": command["posting_id"],
-        "outcome": result.outcome,
-        "version": result.version,
-        "deleted": result.deleted,
-        "last_update_time_millis": result.last_update_time_millis,
-    }
+def _reply(command: Command, result: Result) -> Reply:
+    return Reply(
+        request_id=command.request_id,
+        correlation_id=command.correlation_id,
+        posting_id=command.posting_id,
+        outcome=result.outcome,
+        version=result.version,
+        deleted=result.deleted,
+        last_update_time_millis=result.last_update_time_millis,
+    )

@@ -15,13 +15,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from schemas import records
 from schemas.kafka import KafkaSettings, coordinates, poll_batch
-from schemas.model import DeliveryState, Destination
+from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 
@@ -33,7 +32,7 @@ class PostingView:
     id: str
     version: int
     deleted: bool
-    posting: dict[str, str] | None
+    posting: Posting | None
     last_update_time_millis: int | None
 
 
@@ -197,12 +196,12 @@ class DeliveriesView(LogView):
             states[destination] = state
 
 
-def _from_update(update: dict[str, Any]) -> PostingView:
-    deleted = update["op"] == "DELETED"
+def _from_update(update: PostingUpdate) -> PostingView:
+    deleted = update.op == Op.DELETED
     return PostingView(
-        update["posting_id"],
-        update["version"],
+        update.posting_id,
+        update.version,
         deleted,
-        None if deleted else update["posting"],
-        update["last_update_time_millis"],
+        None if deleted else update.posting,
+        update.last_update_time_millis,
     )

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from schemas.model import DeliveryState
+from schemas.model import Command, DeliveryState, PostingUpdate, Reply
 
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = b"\xc3\x01"
@@ -139,18 +139,18 @@ def _version_of(path: Path) -> int:
 
 
 @cache
-def posting_updates() -> AvroCodec:
-    return AvroCodec.for_record("posting_update")
+def posting_updates() -> RecordCodec[PostingUpdate]:
+    return RecordCodec(AvroCodec.for_record("posting_update"), PostingUpdate.from_avro)
 
 
 @cache
-def commands() -> AvroCodec:
-    return AvroCodec.for_record("command")
+def commands() -> RecordCodec[Command]:
+    return RecordCodec(AvroCodec.for_record("command"), Command.from_avro)
 
 
 @cache
-def replies() -> AvroCodec:
-    return AvroCodec.for_record("reply")
+def replies() -> RecordCodec[Reply]:
+    return RecordCodec(AvroCodec.for_record("reply"), Reply.from_avro)
 
 
 @cache

@@ -46,6 +46,13 @@ def dead_letter_headers(
     ]
 
 
+def letter_headers(message: Message) -> dict[str, str]:
+    """A record's headers as text: how a dead letter's `jobpost.*` headers read back."""
+    headers = message.headers() or []
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return {k: v.decode(errors="replace") if isinstance(v, bytes) else (v or "") for k, v in pairs}
+
+
 def dead_letter(
     topics: Topics,
     group: str,

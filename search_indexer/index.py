@@ -14,6 +14,7 @@ from typing import Any
 from elasticsearch import Elasticsearch, NotFoundError
 
 from schemas.http import retryable_status
+from schemas.model import Op, PostingUpdate
 
 
 def template(alias: str, index_description: bool, replicas: int) -> dict[str, Any]:
@@ -66,28 +67,28 @@ def switch_alias(es: Elasticsearch, alias: str, index: str) -> list[str]:
     return [o for o in old if o != index]
 
 
-def document(update: dict[str, Any]) -> dict[str, Any]:
-    posting = update["posting"]
+def document(update: PostingUpdate) -> dict[str, Any]:
+    posting = update.posting
     return {
-        "id": update["posting_id"],
-        "title": posting["title"],
-        "description": posting["description"],
-        "notes": posting.get("notes", ""),
-        "version": update["version"],
-        "status": "deleted" if update["op"] == "DELETED" else "active",
-        "last_update_time": update["last_update_time_millis"],
+        "id": update.posting_id,
+        "title": posting.title,
+        "description": posting.description,
+        "notes": posting.notes,
+        "version": update.version,
+        "status": "deleted" if update.op == Op.DELETED else "active",
+        "last_update_time": update.last_update_time_millis,
     }
 
 
-def bulk_operations(index: str, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def bulk_operations(index: str, updates: list[PostingUpdate]) -> list[dict[str, Any]]:
     operations: list[dict[str, Any]] = []
     for update in updates:
         operations.append(
             {
                 "index": {
                     "_index": index,
-                    "_id": update["posting_id"],
-                    "version": update["version"],
+                    "_id": update.posting_id,
+                    "version": update.version,
                     "version_type": "external",
                 }
             }

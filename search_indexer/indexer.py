@@ -26,7 +26,7 @@ from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
 from schemas.http import retryable_status
 from schemas.kafka import coordinates, is_record, poll_batch, record_lag
-from schemas.model import DeliveryStatus, Destination
+from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.outbox import Outgoing, deliver_all
 from schemas.topics import Topics
 from search_indexer import index
@@ -89,7 +89,7 @@ class SearchIndexer:
         and delivery states to write before the batch's offsets may be committed."""
         started = time.perf_counter()
         outgoing: list[Outgoing] = []
-        latest: dict[str, tuple[Message, dict[str, Any]]] = {}
+        latest: dict[str, tuple[Message, PostingUpdate]] = {}
         for message in messages:
             try:
                 posting_id, update = records.posting_update(message)
@@ -100,11 +100,11 @@ class SearchIndexer:
             if update is None:
                 continue  # the tombstone after a DELETED version, which is what we index
             current = latest.get(posting_id)
-            if current is None or current[1]["version"] < update["version"]:
+            if current is None or current[1].version < update.version:
                 latest[posting_id] = (message, update)
         if latest:
             pending = list(latest.values())
-            indexed: list[tuple[Message, dict[str, Any]]] = []
+            indexed: list[tuple[Message, PostingUpdate]] = []
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
             outgoing += [
@@ -117,15 +117,15 @@ class SearchIndexer:
 
     def _bulk(
         self,
-        pending: list[tuple[Message, dict[str, Any]]],
-        indexed: list[tuple[Message, dict[str, Any]]],
+        pending: list[tuple[Message, PostingUpdate]],
+        indexed: list[tuple[Message, PostingUpdate]],
         rejected: list[tuple[Message, str]],
     ) -> None:
         """One bulk request for `pending`. What settles moves to `indexed` / `rejected` (or
         is dropped as stale); raises RetryableBulk, leaving the rest in `pending`."""
         operations = index.bulk_operations(self.settings.alias, [u for _, u in pending])
         response = self.es.bulk(operations=operations)
-        retry: list[tuple[Message, dict[str, Any]]] = []
+        retry: list[tuple[Message, PostingUpdate]] = []
         for entry, item in zip(pending, response["items"], strict=True):
             outcome, reason = index.classify(item)
             DOCUMENTS.labels(outcome).inc()
@@ -158,12 +158,12 @@ class SearchIndexer:
         )
         return retrying(attempt)
 
-    def _progress(self, message: Message, update: dict[str, Any]) -> Outgoing:
+    def _progress(self, message: Message, update: PostingUpdate) -> Outgoing:
         state = delivery_state(
             Destination.SEARCH,
-            update["posting_id"],
-            status=DeliveryStatus.CLOSED if update["op"] == "DELETED" else DeliveryStatus.DELIVERED,
-            delivered_version=update["version"],
+            update.posting_id,
+            status=DeliveryStatus.CLOSED if update.op == Op.DELETED else DeliveryStatus.DELIVERED,
+            delivered_version=update.version,
         )
         return state_record(self.topics.deliveries, coordinates(message)[1], state)
 

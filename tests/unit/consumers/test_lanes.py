@@ -7,13 +7,13 @@ import pytest
 from consumers.errors import RejectedError, RetryableError
 from consumers.lanes import Item, LaneScheduler
 from consumers.retry import RetryPolicy
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
 
-SNAPSHOT = {"title": "Engineer", "description": "d", "notes": ""}
+SNAPSHOT = Posting("Engineer", "d", "")
 
 
 def item(posting_id: str, version: int, op: str = "UPDATED", offset: int | None = None, partition=0) -> Item:
-    update = {"posting_id": posting_id, "version": version, "op": op, "posting": SNAPSHOT}
+    update = PostingUpdate(posting_id, version, Op(op), f"{posting_id}:{version}", "r", SNAPSHOT, 1, 1)
     return Item(posting_id, update, partition, offset if offset is not None else version)
 
 
@@ -42,24 +42,24 @@ class FakeBoard:
         self.most_in_flight = 0
         self.gate: asyncio.Event | None = None
 
-    async def _call(self, kind: str, update: dict) -> None:
+    async def _call(self, kind: str, update: PostingUpdate) -> None:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             if self.gate is not None:
                 await self.gate.wait()
             await asyncio.sleep(0)
-            self.calls.append((kind, update["posting_id"], update["version"]))
-            pending = self.failures.get((update["posting_id"], update["version"]))
+            self.calls.append((kind, update.posting_id, update.version))
+            pending = self.failures.get((update.posting_id, update.version))
             if pending:
                 raise pending.pop(0)
         finally:
             self.in_flight -= 1
 
-    async def upsert(self, update: dict) -> None:
+    async def upsert(self, update: PostingUpdate) -> None:
         await self._call("upsert", update)
 
-    async def close(self, update: dict) -> None:
+    async def close(self, update: PostingUpdate) -> None:
         await self._call("close", update)
 
     def applied(self, posting_id: str) -> list[int]:
