@@ -23,6 +23,7 @@ from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
 from schemas.model import Op, Posting, PostingUpdate
+from schemas.search import SearchDocument
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import DOCUMENTS, SearchIndexer
@@ -93,7 +94,7 @@ def direct_rate(es_url: str, alias: str, records: list[PostingUpdate]) -> float:
             "_id": u.posting_id,
             "version": u.version,
             "version_type": "external",
-            "_source": index.document(u),
+            "_source": SearchDocument.of(u).to_source(),
         }
         for u in records
     )

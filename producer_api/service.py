@@ -12,6 +12,7 @@ from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.view import DeliveriesView, PostingsView, PostingView
 from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
+from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
@@ -67,7 +68,7 @@ class PostingService:
 
     async def search(
         self, text: str, limit: int, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
+    ) -> tuple[list[SearchDocument], str | None]:
         try:
             return await self.titles.search(text, limit, cursor)
         except BadCursor as exc:

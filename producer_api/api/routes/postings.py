@@ -73,13 +73,13 @@ async def search_postings(
     documents, next_cursor = await service.search(q, limit, cursor)
     items = [
         PostingOut(
-            id=d["id"],
-            version=d["version"],
-            title=d["title"],
-            description=d["description"],
-            notes=d["notes"],
-            status=d["status"],
-            last_update_time_millis=d["last_update_time"],
+            id=d.id,
+            version=d.version,
+            title=d.title,
+            description=d.description,
+            notes=d.notes,
+            status=d.status,
+            last_update_time_millis=d.last_update_time,
         )
         for d in documents
     ]
