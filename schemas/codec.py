@@ -113,6 +113,7 @@ class RecordCodec(Generic[R]):
 
     def __init__(self, avro: AvroCodec, from_avro: Callable[[dict[str, Any]], R]) -> None:
         self.avro = avro
+        self._decode_fields = avro.decode
         self._from_avro = from_avro
 
     @property
@@ -127,7 +128,7 @@ class RecordCodec(Generic[R]):
         return self.avro.encode(fields)
 
     def decode(self, data: bytes) -> R:
-        fields = self.avro.decode(data)
+        fields = self._decode_fields(data)
         try:
             return self._from_avro(fields)
         except (KeyError, ValueError, TypeError) as exc:  # e.g. an enum symbol this code does not know

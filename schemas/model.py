@@ -5,16 +5,19 @@ Field names and enum symbols are exactly the Avro ones (`schemas/avro/*.avsc`). 
 turns itself into the dict fastavro writes (`to_avro`) and back (`from_avro`, from what
 the newest reader schema gives), so the codec converts at the edge and nothing else sees
 a dict. The conversions are written out by hand: `dataclasses.asdict` deep-copies and is
-several times slower.
+several times slower; decoding builds each record with `_decoder` (below), which halves
+what a frozen dataclass's `__init__` costs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, TypeVar
 
 E = TypeVar("E", bound=StrEnum)
+T = TypeVar("T")
 
 
 class Op(StrEnum):
@@ -68,6 +71,22 @@ def _by_symbol(enum: type[E]) -> dict[str, E]:
     return {member.value: member for member in enum}
 
 
+def _decoder(cls: type[T]) -> Callable[..., T]:
+    """`cls(*values)` with every field in order, for records being decoded. A frozen
+    dataclass's `__init__` sets each field through `object.__setattr__`, which made decoding
+    a PostingUpdate 20 % slower than decoding its dict (`python -m bench codec`); this sets
+    the slots directly, in half the time, and gives the same frozen instance (no
+    `__post_init__` runs). Its source is generated once per type, as `dataclasses` does."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    namespace.update((f"set_{name}", getattr(cls, name).__set__) for name in names)
+    lines = [f"def decoded({', '.join(names)}):", "record = new(cls)"]
+    lines += [f"set_{name}(record, {name})" for name in names] + ["return record"]
+    exec("\n    ".join(lines), namespace)
+    decoded: Callable[..., T] = namespace["decoded"]
+    return decoded
+
+
 _OPS = _by_symbol(Op)
 _ACTIONS = _by_symbol(Action)
 _OUTCOMES = _by_symbol(Outcome)
@@ -88,7 +107,10 @@ class Posting:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Posting:
-        return cls(record["title"], record["description"], record["notes"])
+        return _decoded_posting(record["title"], record["description"], record["notes"])
+
+
+_decoded_posting = _decoder(Posting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +142,21 @@ class PostingUpdate:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> PostingUpdate:
-        return cls(
+        posting = record["posting"]  # built here, not by Posting.from_avro: one call less per record
+        return _decoded_update(
             record["posting_id"],
             record["version"],
             _OPS[record["op"]],
             record["idempotency_key"],
             record["request_id"],
-            Posting.from_avro(record["posting"]),
+            _decoded_posting(posting["title"], posting["description"], posting["notes"]),
             record["last_update_time_millis"],
             record["accepted_at"],
             record["request_fingerprint"],
         )
+
+
+_decoded_update = _decoder(PostingUpdate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +187,7 @@ class Command:
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Command:
         posting = record["posting"]
-        return cls(
+        return _decoded_command(
             record["request_id"],
             record["posting_id"],
             _ACTIONS[record["action"]],
@@ -171,6 +197,9 @@ class Command:
             record["correlation_id"],
             record["request_fingerprint"],
         )
+
+
+_decoded_command = _decoder(Command)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +227,7 @@ class Reply:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Reply:
-        return cls(
+        return _decoded_reply(
             record["request_id"],
             record["correlation_id"],
             record["posting_id"],
@@ -207,6 +236,9 @@ class Reply:
             record["deleted"],
             record["last_update_time_millis"],
         )
+
+
+_decoded_reply = _decoder(Reply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +272,7 @@ class DeliveryState:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> DeliveryState:
-        return cls(
+        return _decoded_state(
             _DESTINATIONS[record["destination"]],
             record["posting_id"],
             _STATUSES[record["status"]],
@@ -252,3 +284,6 @@ class DeliveryState:
             record["last_error"],
             record["updated_at"],
         )
+
+
+_decoded_state = _decoder(DeliveryState)

@@ -117,9 +117,14 @@ def test_decoded_enums_are_members():
     assert type(state.destination) is Destination and type(state.status) is DeliveryStatus
 
 
-def test_records_are_immutable():
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        SAMPLES[0].version = 4  # type: ignore[misc]
+@pytest.mark.parametrize("record", SAMPLES, ids=lambda r: type(r).__name__)
+def test_decoded_records_are_as_immutable_and_hashable_as_built_ones(record):
+    decoded = typed(type(record)).decode(typed(type(record)).encode(record))
+    for instance in (record, decoded):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            instance.posting_id = "other"
+    assert hash(decoded) == hash(record)
+    assert repr(decoded) == repr(record)
 
 
 @pytest.mark.parametrize(
