@@ -14,7 +14,7 @@ from pydantic import BaseModel, SecretStr
 
 from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
-from schemas.model import PostingUpdate
+from schemas.model import Destination, PostingUpdate
 
 UPSERT = """
 mutation Upsert($input: CreateSourcedJobPostingsInput!) {
@@ -35,7 +35,7 @@ class IndeedSettings(BaseModel):
 
 
 class IndeedAdapter:
-    name = "indeed"
+    name = Destination.INDEED
 
     def __init__(self, client: aiohttp.ClientSession, settings: IndeedSettings) -> None:
         self.client = client

@@ -13,7 +13,7 @@ from pydantic import BaseModel, SecretStr
 from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
 from schemas.http import retryable_status
-from schemas.model import PostingUpdate
+from schemas.model import Destination, PostingUpdate
 
 
 class LinkedInSettings(BaseModel):
@@ -24,7 +24,7 @@ class LinkedInSettings(BaseModel):
 
 
 class LinkedInAdapter:
-    name = "linkedin"
+    name = Destination.LINKEDIN
 
     def __init__(self, client: aiohttp.ClientSession, settings: LinkedInSettings) -> None:
         self.client = client
