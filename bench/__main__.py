@@ -1,10 +1,11 @@
-"""`python -m bench [write] [delivery] [search]`: run benchmarks on the local servers, print numbers."""
+"""`python -m bench [write] [delivery] [search] [codec]`: run benchmarks, print numbers. All but
+`codec` use the local servers."""
 
 import sys
 
-from bench import delivery, search, write_path
+from bench import codec, delivery, search, write_path
 
-BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main}
+BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main, "codec": codec.main}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(BENCHMARKS)

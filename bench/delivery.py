@@ -24,6 +24,7 @@ from jobpost import stack
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
+from schemas.model import Destination, Op, Posting, PostingUpdate
 
 LATENCY_MS = 50
 POSTINGS, VERSIONS = 1000, 4
@@ -34,12 +35,11 @@ def write_updates(kafka: KafkaSettings) -> int:
     for n in range(POSTINGS):
         posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
         for version in range(VERSIONS):
-            update = {
-                "posting_id": posting_id, "version": version, "op": "CREATED" if version == 0 else "UPDATED",
-                "idempotency_key": f"{posting_id}:{version}", "request_id": uuid.uuid4().hex,
-                "posting": {"title": "Bench", "description": "x" * 200, "notes": ""},
-                "last_update_time_millis": 0, "accepted_at": 0,
-            }  # fmt: skip
+            update = PostingUpdate(
+                posting_id=posting_id, version=version, op=Op.CREATED if version == 0 else Op.UPDATED,
+                idempotency_key=f"{posting_id}:{version}", request_id=uuid.uuid4().hex,
+                posting=Posting("Bench", "x" * 200), last_update_time_millis=0, accepted_at=0,
+            )  # fmt: skip
             producer.produce(
                 f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
             )
@@ -53,7 +53,9 @@ def delivered() -> float:
 
 
 async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
-    settings = ConsumerSettings(kafka=kafka, destination="linkedin", group_id=f"{kafka.topic_prefix}-runner")
+    settings = ConsumerSettings(
+        kafka=kafka, destination=Destination.LINKEDIN, group_id=f"{kafka.topic_prefix}-runner"
+    )
     connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
     async with aiohttp.ClientSession(connector=connector) as client:
         runner = DeliveryRunner(
@@ -81,10 +83,10 @@ async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
         done, started = 0, None
         while done < sample:
             message = consumer.poll(1.0)
-            if message is None or message.error():
+            if message is None or message.error() or message.value() is None:
                 continue
             started = started or time.perf_counter()
-            await board.upsert(codec.posting_updates().decode(message.value()))
+            await board.upsert(codec.posting_updates().decode(message.value() or b""))
             consumer.commit(message, asynchronous=False)
             done += 1
     consumer.close()

@@ -22,6 +22,8 @@ from jobpost import stack
 from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
 from schemas import codec
 from schemas.kafka import KafkaSettings
+from schemas.model import Op, Posting, PostingUpdate
+from schemas.search import SearchDocument
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import DOCUMENTS, SearchIndexer
@@ -29,28 +31,28 @@ from search_indexer.indexer import DOCUMENTS, SearchIndexer
 UPDATES, POSTINGS = 20_000, 5_000
 
 
-def updates() -> list[dict]:
+def updates() -> list[PostingUpdate]:
     ids = [f"s-{uuid.uuid4().hex[:12]}" for _ in range(POSTINGS)]
     return [
-        {
-            "posting_id": ids[n % POSTINGS],
-            "version": n // POSTINGS,
-            "op": "CREATED" if n < POSTINGS else "UPDATED",
-            "idempotency_key": f"{ids[n % POSTINGS]}:{n // POSTINGS}",
-            "request_id": uuid.uuid4().hex,
-            "posting": {"title": f"Search Engineer {n}", "description": "Lucene " * 30, "notes": ""},
-            "last_update_time_millis": 1,
-            "accepted_at": 1,
-        }
+        PostingUpdate(
+            posting_id=ids[n % POSTINGS],
+            version=n // POSTINGS,
+            op=Op.CREATED if n < POSTINGS else Op.UPDATED,
+            idempotency_key=f"{ids[n % POSTINGS]}:{n // POSTINGS}",
+            request_id=uuid.uuid4().hex,
+            posting=Posting(f"Search Engineer {n}", "Lucene " * 30),
+            last_update_time_millis=1,
+            accepted_at=1,
+        )
         for n in range(UPDATES)
     ]
 
 
-def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[dict]) -> float:
+def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]) -> float:
     producer = Producer(kafka.producer_config())
     for update in records:
         value = codec.posting_updates().encode(update)
-        producer.produce(f"{kafka.topic_prefix}.postings", key=update["posting_id"], value=value)
+        producer.produce(f"{kafka.topic_prefix}.postings", key=update.posting_id, value=value)
         producer.poll(0)
     producer.flush(30)
     settings = IndexerSettings(kafka=kafka, elasticsearch_url=es_url, alias=f"{kafka.topic_prefix}-postings")
@@ -81,7 +83,7 @@ def caught_up(probe: Consumer, kafka: KafkaSettings) -> bool:
     return all(c.offset == probe.get_watermark_offsets(c, timeout=10)[1] for c in committed)
 
 
-def direct_rate(es_url: str, alias: str, records: list[dict]) -> float:
+def direct_rate(es_url: str, alias: str, records: list[PostingUpdate]) -> float:
     es = Elasticsearch(es_url, request_timeout=120)
     index.ensure_index(es, alias)
     target = index.new_index_name(alias)
@@ -89,10 +91,10 @@ def direct_rate(es_url: str, alias: str, records: list[dict]) -> float:
     actions = (
         {
             "_index": target,
-            "_id": u["posting_id"],
-            "version": u["version"],
+            "_id": u.posting_id,
+            "version": u.version,
             "version_type": "external",
-            "_source": index.document(u),
+            "_source": SearchDocument.of(u).to_source(),
         }
         for u in records
     )

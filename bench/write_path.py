@@ -22,6 +22,7 @@ from bench.common import local_kafka, percentiles
 from jobpost import stack
 from jobpost.processes import ApiProcess
 from schemas import codec
+from schemas.model import Op, Posting, PostingUpdate
 
 TOKEN = "bench"
 BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}
@@ -127,10 +128,10 @@ def main(seconds: float = 20.0) -> None:
     finally:
         api.stop()
     sample = codec.posting_updates().encode(
-        {
-            "posting_id": postings[0], "version": 1, "op": "UPDATED", "idempotency_key": f"{postings[0]}:1",
-            "request_id": "x" * 32, "posting": BODY, "last_update_time_millis": 0, "accepted_at": 0,
-        }
+        PostingUpdate(
+            posting_id=postings[0], version=1, op=Op.UPDATED, idempotency_key=f"{postings[0]}:1",
+            request_id="x" * 32, posting=Posting(**BODY), last_update_time_millis=0, accepted_at=0,
+        )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).
     line = producer_performance(

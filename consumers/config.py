@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.retry import RetrySettings
 from schemas.kafka import KafkaSettings
+from schemas.model import Destination
+
+BOARDS = (Destination.LINKEDIN, Destination.INDEED)
 
 
 class ConsumerSettings(BaseSettings):
@@ -20,7 +21,7 @@ class ConsumerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_CONSUMER_", env_nested_delimiter="__")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    destination: Literal["linkedin", "indeed"] = "linkedin"
+    destination: Destination = Field(default=Destination.LINKEDIN, description="linkedin or indeed")
     group_id: str | None = Field(default=None, description="default: <topic prefix>-<destination>")
     max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
@@ -37,3 +38,16 @@ class ConsumerSettings(BaseSettings):
     @property
     def group(self) -> str:
         return self.group_id or f"{self.kafka.topic_prefix}-{self.destination}"
+
+    @property
+    def dead_letter_group(self) -> str:
+        """The short group name of the dead-letter topic `jobpost.<group>.dlq`: the board's
+        name, whatever `group_id` says (schemas.topics.DEAD_LETTER_GROUPS)."""
+        return self.destination.value
+
+    @field_validator("destination")
+    @classmethod
+    def _a_board(cls, destination: Destination) -> Destination:
+        if destination not in BOARDS:
+            raise ValueError(f"a delivery consumer delivers to {' or '.join(BOARDS)}, not {destination}")
+        return destination

@@ -27,6 +27,7 @@ from prometheus_client import Counter
 from consumers.errors import RejectedError, RetryableError
 from consumers.retry import RetryPolicy
 from schemas.deliveries import delivery_state
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,9 @@ ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Board calls by destinatio
 
 
 class Board(Protocol):
-    async def upsert(self, update: dict[str, Any]) -> None: ...
+    async def upsert(self, update: PostingUpdate) -> None: ...
 
-    async def close(self, update: dict[str, Any]) -> None: ...
+    async def close(self, update: PostingUpdate) -> None: ...
 
 
 class Clock(Protocol):
@@ -63,22 +64,22 @@ class Item:
     """One record of a posting, as the scheduler sees it."""
 
     posting_id: str
-    update: dict[str, Any] | None  # None: a tombstone
+    update: PostingUpdate | None  # None: a tombstone
     partition: int
     offset: int
     source: Any = None  # the Kafka message, for a dead letter
 
     @property
     def version(self) -> int:
-        return -1 if self.update is None else int(self.update["version"])
+        return -1 if self.update is None else self.update.version
 
     @property
     def deletes(self) -> bool:
-        return self.update is not None and self.update["op"] == "DELETED"
+        return self.update is not None and self.update.op == Op.DELETED
 
 
 class Outcomes(Protocol):
-    async def record(self, item: Item, state: dict[str, Any]) -> None:
+    async def record(self, item: Item, state: DeliveryState) -> None:
         """Write the posting's DeliveryState; return once it is acknowledged."""
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
@@ -98,7 +99,7 @@ class _Lane:
 class LaneScheduler:
     def __init__(
         self,
-        destination: str,
+        destination: Destination,
         board: Board,
         outcomes: Outcomes,
         on_finished: Callable[[Item], None],
@@ -114,7 +115,7 @@ class LaneScheduler:
         self.policy = policy or RetryPolicy()
         self.clock = clock or SystemClock()
         self.in_flight = asyncio.Semaphore(max_in_flight)
-        self.states: dict[str, dict[str, Any]] = {}  # posting id -> its DeliveryState here
+        self.states: dict[str, DeliveryState] = {}  # posting id -> its DeliveryState here
         self.lanes: dict[str, _Lane] = {}
 
     @property
@@ -160,19 +161,23 @@ class LaneScheduler:
         update = item.update
         if update is None:
             return  # a tombstone: the DELETED version before it is what we act on
-        state = self.states.get(item.posting_id, {})
-        delivered = state.get("delivered_version")
+        state = self.states.get(item.posting_id) or DeliveryState(
+            self.destination,
+            item.posting_id,
+            DeliveryStatus.PENDING,  # nothing recorded yet
+        )
+        delivered = state.delivered_version
         if delivered is not None and item.version <= delivered:
             DELIVERIES.labels(self.destination, "replayed").inc()
             return
-        if state.get("status") == "FAILED" and state.get("pending_version") == item.version:
+        if state.status == DeliveryStatus.FAILED and state.pending_version == item.version:
             DELIVERIES.labels(self.destination, "replayed").inc()
             return  # dead-lettered already, before a restart or rebalance replayed it
-        resuming = state.get("pending_version") == item.version and state.get("status") == "RETRYING"
-        attempts = int(state.get("attempts", 0)) if resuming else 0
-        first: int | None = state.get("first_attempt_at") if resuming else None
-        if resuming and state.get("next_attempt_at"):
-            await self._wait(lane, (state["next_attempt_at"] - self.clock.now_ms()) / 1000)
+        resuming = state.pending_version == item.version and state.status == DeliveryStatus.RETRYING
+        attempts = state.attempts if resuming else 0
+        first = state.first_attempt_at if resuming else None
+        if resuming and state.next_attempt_at:
+            await self._wait(lane, (state.next_attempt_at - self.clock.now_ms()) / 1000)
         while True:
             if lane.superseded(item):
                 DELIVERIES.labels(self.destination, "superseded").inc()
@@ -191,13 +196,13 @@ class LaneScheduler:
                     await self._dead_letter(item, f"retries spent: {exc}", attempts, first)
                     return
                 next_at = self.clock.now_ms() + int(wait * 1000)
-                await self._record(item, "RETRYING", attempts, first, next_at, str(exc))
+                await self._record(item, DeliveryStatus.RETRYING, attempts, first, next_at, str(exc))
                 log.info(
                     "attempt %d failed, next in %.1f s: %s", attempts, wait, exc, extra=self._context(item)
                 )
                 await self._wait(lane, wait)
                 continue
-            status = "CLOSED" if item.deletes else "DELIVERED"
+            status = DeliveryStatus.CLOSED if item.deletes else DeliveryStatus.DELIVERED
             await self._record(item, status, attempts + 1, first, None, None)
             DELIVERIES.labels(self.destination, "delivered").inc()
             return
@@ -228,14 +233,15 @@ class LaneScheduler:
     async def _record(
         self,
         item: Item,
-        status: str,
+        status: DeliveryStatus,
         attempts: int,
         first: int | None,
         next_at: int | None,
         error: str | None,
     ) -> None:
-        done = status in ("DELIVERED", "CLOSED")
-        previous = self.states.get(item.posting_id, {}).get("delivered_version")
+        done = status in (DeliveryStatus.DELIVERED, DeliveryStatus.CLOSED)
+        before = self.states.get(item.posting_id)
+        previous = before.delivered_version if before is not None else None
         state = delivery_state(
             self.destination,
             item.posting_id,
@@ -253,7 +259,7 @@ class LaneScheduler:
     async def _dead_letter(self, item: Item, error: str, attempts: int, first: int) -> None:
         DELIVERIES.labels(self.destination, "dead_lettered").inc()
         await self.outcomes.dead_letter(item, error, attempts, first)
-        await self._record(item, "FAILED", attempts, first, None, error)
+        await self._record(item, DeliveryStatus.FAILED, attempts, first, None, error)
 
     def _context(self, item: Item) -> dict[str, Any]:
         return {"posting_id": item.posting_id, "version": item.version, "destination": self.destination}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
@@ -24,7 +23,8 @@ from consumers.retry import RetryPolicy
 from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import state_record
-from schemas.kafka import is_record, record_lag
+from schemas.kafka import coordinates, is_record, record_lag
+from schemas.model import DeliveryState
 from schemas.outbox import deliver
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -33,15 +33,15 @@ log = logging.getLogger(__name__)
 
 
 class KafkaOutcomes:
-    """Delivery states to `jobpost.deliveries`, dead letters to `jobpost.<board>.dlq`;
+    """Delivery states to `jobpost.deliveries`, dead letters to `jobpost.<group>.dlq`;
     each call returns once Kafka acknowledged the record."""
 
-    def __init__(self, producer: Producer, topics: Topics, destination: str) -> None:
+    def __init__(self, producer: Producer, topics: Topics, group: str) -> None:
         self.producer = producer
         self.topics = topics
-        self.destination = destination
+        self.group = group
 
-    async def record(self, item: Item, state: dict[str, Any]) -> None:
+    async def record(self, item: Item, state: DeliveryState) -> None:
         await deliver(self.producer, state_record(self.topics.deliveries, item.partition, state))
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
@@ -53,11 +53,11 @@ class KafkaOutcomes:
         error: str,
         attempts: int = 1,
         first_ms: int | None = None,
-        version: Any = None,
+        version: int | None = None,
     ) -> None:
         posting_id = (message.key() or b"").decode(errors="replace")
         letter = dead_letter(
-            self.topics.dlq(self.destination), self.destination, message, error,
+            self.topics, self.group, message, error,
             attempts=attempts, first_attempt_ms=first_ms, version=version, posting_id=posting_id,
         )  # fmt: skip
         await deliver(self.producer, letter)
@@ -75,7 +75,7 @@ class DeliveryRunner:
         self.destination = settings.destination
         self.topics = Topics(settings.kafka.topic_prefix)
         self.producer = Producer(settings.kafka.producer_config())
-        self.outcomes = KafkaOutcomes(self.producer, self.topics, self.destination)
+        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.dead_letter_group)
         self.scheduler = LaneScheduler(
             self.destination,
             board,
@@ -135,12 +135,12 @@ class DeliveryRunner:
     def _take(self, message: Message) -> None:
         if not is_record(message):
             return
-        partition, offset = message.partition(), message.offset()
+        _, partition, offset = coordinates(message)
         self.trackers.setdefault(partition, OffsetTracker()).add(offset)
         try:
             posting_id, update = records.posting_update(message)
         except records.PoisonRecord as exc:
-            records.note_poison(self.destination, message, exc.reason)
+            records.note_poison(self.settings.dead_letter_group, message, exc.reason)
             task = asyncio.create_task(self._dead_letter_poison(message, exc.reason))
             self.poison_tasks.add(task)
             task.add_done_callback(self.poison_tasks.discard)
@@ -149,7 +149,8 @@ class DeliveryRunner:
 
     async def _dead_letter_poison(self, message: Message, reason: str) -> None:
         await self.outcomes.dead_letter_message(message, reason)
-        self._finish_offset(message.partition(), message.offset())
+        _, partition, offset = coordinates(message)
+        self._finish_offset(partition, offset)
 
     def _finish(self, item: Item) -> None:
         self._finish_offset(item.partition, item.offset)
@@ -187,7 +188,7 @@ class DeliveryRunner:
             self.paused = False
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        reader = f"{self.destination}-restore"
+        reader = f"{self.settings.dead_letter_group}-restore"
 
         def fold(message: Message) -> None:
             try:

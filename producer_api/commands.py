@@ -10,15 +10,16 @@ one Idempotency-Key never receive each other's answers.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import uuid
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from schemas import codec, records
 from schemas.kafka import KafkaSettings, is_record, poll_batch
+from schemas.model import Command, Reply
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ class CommandClient:
         self.kafka = kafka
         self.topics = Topics(kafka.topic_prefix)
         self._producer = Producer(kafka.producer_config(**{"linger.ms": 1}))
-        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Reply]]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ready = threading.Event()
@@ -50,22 +51,22 @@ class CommandClient:
             thread.join(10)
         self._producer.flush(5)
 
-    async def send(self, command: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def send(self, command: Command, timeout_s: float) -> Reply:
         """Produce the command and wait for the sequencer's reply."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        future: asyncio.Future[Reply] = loop.create_future()
         correlation_id = uuid.uuid4().hex
-        command = {**command, "correlation_id": correlation_id}
+        command = dataclasses.replace(command, correlation_id=correlation_id)
         self._waiting[correlation_id] = (loop, future)
 
-        def delivered(error: KafkaError | None, _message: Any) -> None:
+        def delivered(error: KafkaError | None, _message: Message) -> None:
             if error is not None:
                 loop.call_soon_threadsafe(_fail, future, SequencingTimeout(f"command not written: {error}"))
 
         try:
             self._producer.produce(
                 self.topics.commands,
-                key=command["posting_id"],
+                key=command.posting_id,
                 value=codec.commands().encode(command),
                 on_delivery=delivered,
             )
@@ -100,24 +101,24 @@ class CommandClient:
             self.ready.clear()
             consumer.close()
 
-    def _dispatch(self, message: Any) -> None:
+    def _dispatch(self, message: Message) -> None:
         try:
             reply = records.reply(message)
         except records.PoisonRecord as exc:
             records.note_poison("replies", message, exc.reason)
             return
-        waiting = self._waiting.get(reply["correlation_id"])
+        waiting = self._waiting.get(reply.correlation_id)
         if waiting is not None:
             loop, future = waiting
             loop.call_soon_threadsafe(_resolve, future, reply)
 
 
-def _resolve(future: asyncio.Future[dict[str, Any]], reply: dict[str, Any]) -> None:
+def _resolve(future: asyncio.Future[Reply], reply: Reply) -> None:
     if not future.done():
         future.set_result(reply)
 
 
-def _fail(future: asyncio.Future[dict[str, Any]], exc: Exception) -> None:
+def _fail(future: asyncio.Future[Reply], exc: Exception) -> None:
     if not future.done():
         future.set_exception(exc)
 

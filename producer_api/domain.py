@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
-Outcome = Literal["ACCEPTED", "NOT_FOUND", "GONE", "VERSION_MISMATCH", "ALREADY_EXISTS", "KEY_REUSED"]
+from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
+
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
-_OP_OF = {"CREATE": "CREATED", "REPLACE": "UPDATED", "DELETE": "DELETED"}
+_OP_OF = {Action.CREATE: Op.CREATED, Action.REPLACE: Op.UPDATED, Action.DELETE: Op.DELETED}
 _ACTION_OF = {op: action for action, op in _OP_OF.items()}
 
 
@@ -37,11 +37,11 @@ class Result:
 class KeyUse:
     """One accepted request made with an Idempotency-Key: enough to recognise and replay it."""
 
-    action: str
+    action: Action
     fingerprint: str
     result: Result
 
-    def matches(self, action: str, fingerprint: str) -> bool:
+    def matches(self, action: Action, fingerprint: str) -> bool:
         # Records written before fingerprints existed carry none: the action must still match.
         return self.action == action and (not self.fingerprint or self.fingerprint == fingerprint)
 
@@ -50,19 +50,19 @@ class KeyUse:
 class PostingState:
     version: int
     deleted: bool
-    posting: dict[str, str] | None
+    posting: Posting | None
     last_update_time_millis: int | None
     keys: dict[str, KeyUse] = field(default_factory=dict)
 
     def as_result(self) -> Result:
-        return Result("ACCEPTED", self.version, self.deleted, self.last_update_time_millis)
+        return Result(Outcome.ACCEPTED, self.version, self.deleted, self.last_update_time_millis)
 
 
 @dataclass
 class Decision:
     """Records for `jobpost.postings` (value None is a tombstone) and the reply."""
 
-    updates: list[dict[str, Any] | None]
+    updates: list[PostingUpdate | None]
     result: Result
 
 
@@ -72,7 +72,7 @@ class PartitionState:
         self.window_ms = window_ms
         self._key_times: deque[tuple[int, str, str]] = deque()  # (accepted at, posting, key)
 
-    def apply(self, posting_id: str, update: dict[str, Any] | None) -> None:
+    def apply(self, posting_id: str, update: PostingUpdate | None) -> None:
         """Fold one record of the log into the state (None: a tombstone)."""
         current = self.postings.get(posting_id)
         if update is None:
@@ -83,41 +83,43 @@ class PartitionState:
                 current.deleted = True
                 current.posting = None
             return
-        deleted = update["op"] == "DELETED"
-        state = current or PostingState(update["version"], deleted, None, None)
-        state.version = update["version"]
+        deleted = update.op == Op.DELETED
+        state = current or PostingState(update.version, deleted, None, None)
+        state.version = update.version
         state.deleted = deleted
-        state.posting = None if deleted else update["posting"]
-        state.last_update_time_millis = update["last_update_time_millis"]
+        state.posting = None if deleted else update.posting
+        state.last_update_time_millis = update.last_update_time_millis
         self.postings[posting_id] = state
-        use = KeyUse(_ACTION_OF[update["op"]], update.get("request_fingerprint", ""), state.as_result())
-        state.keys[update["request_id"]] = use
-        self._key_times.append((update["last_update_time_millis"], posting_id, update["request_id"]))
+        use = KeyUse(_ACTION_OF[update.op], update.request_fingerprint, state.as_result())
+        state.keys[update.request_id] = use
+        self._key_times.append((update.last_update_time_millis, posting_id, update.request_id))
 
-    def decide(self, command: dict[str, Any], now_millis: int) -> Decision:
+    def decide(self, command: Command, now_millis: int) -> Decision:
         self.forget_keys_before(now_millis - self.window_ms)
-        posting_id = command["posting_id"]
-        action = command["action"]
-        state = self.postings.get(posting_id)
-        used = state.keys.get(command["request_id"]) if state is not None else None
+        action = command.action
+        state = self.postings.get(command.posting_id)
+        used = state.keys.get(command.request_id) if state is not None else None
         if used is not None:
-            if used.matches(action, command.get("request_fingerprint", "")):
+            if used.matches(action, command.request_fingerprint):
                 return Decision([], used.result)  # a retry: the original answer, nothing written
-            return Decision([], Result("KEY_REUSED"))
+            return Decision([], Result(Outcome.KEY_REUSED))
 
-        if action == "CREATE":
+        if action == Action.CREATE:
             if state is not None:
-                return Decision([], _refusal("GONE" if state.deleted else "ALREADY_EXISTS", state))
-            return self._accept(command, 0, command["posting"], now_millis)
+                refused = Outcome.GONE if state.deleted else Outcome.ALREADY_EXISTS
+                return Decision([], _refusal(refused, state))
+            return self._accept(command, 0, command.posting, now_millis)
         if state is None:
-            return Decision([], Result("NOT_FOUND"))
+            return Decision([], Result(Outcome.NOT_FOUND))
         if state.deleted:
-            return Decision([], _refusal("GONE", state))
-        expected = command.get("expected_version")
+            return Decision([], _refusal(Outcome.GONE, state))
+        expected = command.expected_version
         if expected is not None and expected != state.version:
-            return Decision([], _refusal("VERSION_MISMATCH", state))
-        if action == "REPLACE":
-            return self._accept(command, state.version + 1, command["posting"], now_millis)
+            return Decision([], _refusal(Outcome.VERSION_MISMATCH, state))
+        if action == Action.REPLACE:
+            return self._accept(command, state.version + 1, command.posting, now_millis)
+        # A posting that is not deleted keeps its text: the DELETED version carries it, so
+        # the boards close what they had.
         decision = self._accept(command, state.version + 1, state.posting, now_millis)
         decision.updates.append(None)  # the tombstone, so compaction can forget the posting
         return decision
@@ -131,19 +133,21 @@ class PartitionState:
             if use is not None and use.result.last_update_time_millis == accepted_at:  # not a later use
                 del state.keys[key]  # type: ignore[union-attr]
 
-    def _accept(self, command: dict[str, Any], version: int, posting: Any, now_millis: int) -> Decision:
-        posting_id = command["posting_id"]
-        update = {
-            "posting_id": posting_id,
-            "version": version,
-            "op": _OP_OF[command["action"]],
-            "idempotency_key": f"{posting_id}:{version}",
-            "request_id": command["request_id"],
-            "request_fingerprint": command.get("request_fingerprint", ""),
-            "posting": posting,
-            "last_update_time_millis": now_millis,
-            "accepted_at": command["received_at"],
-        }
+    def _accept(self, command: Command, version: int, posting: Posting | None, now_millis: int) -> Decision:
+        if posting is None:  # records.command refuses such a command; a state never holds one
+            raise ValueError(f"a {command.action} of {command.posting_id!r} without a posting")
+        posting_id = command.posting_id
+        update = PostingUpdate(
+            posting_id=posting_id,
+            version=version,
+            op=_OP_OF[command.action],
+            idempotency_key=f"{posting_id}:{version}",
+            request_id=command.request_id,
+            posting=posting,
+            last_update_time_millis=now_millis,
+            accepted_at=command.received_at,
+            request_fingerprint=command.request_fingerprint,
+        )
         self.apply(posting_id, update)
         return Decision([update], self.postings[posting_id].as_result())
 

@@ -10,6 +10,8 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 
+from schemas.search import SearchDocument
+
 
 class BadCursor(ValueError):
     """The cursor was not made by this API."""
@@ -27,19 +29,8 @@ class TitleSearch:
 
     async def search(
         self, text: str, limit: int, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        body: dict[str, Any] = {
-            "query": {
-                "bool": {
-                    "must": {"match": {"title": {"query": text}}},
-                    "filter": {"term": {"status": "active"}},
-                }
-            },
-            "sort": [{"_score": "desc"}, {"id": "asc"}],
-            "size": limit,
-        }
-        if cursor:
-            body["search_after"] = decode_cursor(cursor)
+    ) -> tuple[list[SearchDocument], str | None]:
+        body = query(text, limit, cursor)
         try:
             response = await asyncio.to_thread(lambda: self.es.search(index=self.alias, **body))
         except NotFoundError:
@@ -48,10 +39,27 @@ class TitleSearch:
             raise SearchUnavailable(str(exc)) from exc
         hits = response["hits"]["hits"]
         next_cursor = encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
-        return [h["_source"] for h in hits], next_cursor
+        return [SearchDocument.from_source(h["_source"]) for h in hits], next_cursor
 
     def close(self) -> None:
         self.es.close()
+
+
+def query(text: str, limit: int, cursor: str | None) -> dict[str, Any]:
+    """Active postings whose title matches, best first, ties by id (SearchDocument fields)."""
+    body: dict[str, Any] = {
+        "query": {
+            "bool": {
+                "must": {"match": {"title": {"query": text}}},
+                "filter": {"term": {"status": "active"}},
+            }
+        },
+        "sort": [{"_score": "desc"}, {"id": "asc"}],
+        "size": limit,
+    }
+    if cursor:
+        body["search_after"] = decode_cursor(cursor)
+    return body
 
 
 def encode_cursor(sort_values: list[Any]) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Counter, Histogram
@@ -27,7 +26,8 @@ from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
-from schemas.kafka import is_record, poll_batch, record_lag
+from schemas.kafka import coordinates, is_record, poll_batch, record_lag
+from schemas.model import Command, Reply
 from schemas.replay import replay
 from schemas.topics import Topics
 
@@ -45,7 +45,8 @@ TRANSACTION_SECONDS = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2),
 )
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
-READER = "sequencer"
+# The group's short name: its dead-letter topic (jobpost.sequencer.dlq) and its counters' label.
+GROUP = "sequencer"
 
 
 class SequencerFailed(RuntimeError):
@@ -160,7 +161,7 @@ class _Session:
             except records.PoisonRecord as exc:
                 records.note_poison("sequencer-restore", message, exc.reason)
                 return
-            fresh[message.partition()].apply(posting_id, update)
+            fresh[coordinates(message)[1]].apply(posting_id, update)
 
         replay(self.settings.kafka, self.topics.postings, numbers, fold, self.settings.restore_timeout_s)
         self.states.update(fresh)
@@ -182,7 +183,8 @@ class _Session:
         for message in messages:
             if not is_record(message):
                 continue
-            offsets[message.partition()] = message.offset() + 1
+            _, partition, offset = coordinates(message)
+            offsets[partition] = offset + 1
             self._sequence(message)
         if offsets:
             positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
@@ -198,38 +200,39 @@ class _Session:
         except records.PoisonRecord as exc:
             # Nobody can be answered: the command goes to the dead-letter topic, in this
             # transaction, so it is dead-lettered exactly when its offset is committed.
-            records.note_poison(READER, message, exc.reason)
-            letter = dead_letter(self.topics.dlq(READER), READER, message, exc.reason)
+            records.note_poison(GROUP, message, exc.reason)
+            letter = dead_letter(self.topics, GROUP, message, exc.reason)
             letter.produce(self.producer)
             COMMANDS.labels("poison").inc()
             return
         now = now_millis()
-        if now - command["received_at"] > self.settings.command_ttl_s * 1000:
-            context = {"posting_id": command["posting_id"]}
-            log.warning("dropped an expired command %s", command["correlation_id"], extra=context)
+        if now - command.received_at > self.settings.command_ttl_s * 1000:
+            context = {"posting_id": command.posting_id}
+            log.warning("dropped an expired command %s", command.correlation_id, extra=context)
             COMMANDS.labels("expired").inc()
             return
-        decision = self.states[message.partition()].decide(command, now)
+        partition = coordinates(message)[1]
+        decision = self.states[partition].decide(command, now)
         for update in decision.updates:
             value = codec.posting_updates().encode(update) if update is not None else None
             self.producer.produce(
-                self.topics.postings, key=command["posting_id"], value=value, partition=message.partition()
+                self.topics.postings, key=command.posting_id, value=value, partition=partition
             )
         self.producer.produce(
             self.topics.replies,
-            key=command["correlation_id"],
+            key=command.correlation_id,
             value=codec.replies().encode(_reply(command, decision.result)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
 
 
-def _reply(command: dict[str, Any], result: Result) -> dict[str, Any]:
-    return {
-        "request_id": command["request_id"],
-        "correlation_id": command["correlation_id"],
-        "posting_id": command["posting_id"],
-        "outcome": result.outcome,
-        "version": result.version,
-        "deleted": result.deleted,
-        "last_update_time_millis": result.last_update_time_millis,
-    }
+def _reply(command: Command, result: Result) -> Reply:
+    return Reply(
+        request_id=command.request_id,
+        correlation_id=command.correlation_id,
+        posting_id=command.posting_id,
+        outcome=result.outcome,
+        version=result.version,
+        deleted=result.deleted,
+        last_update_time_millis=result.last_update_time_millis,
+    )

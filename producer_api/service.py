@@ -11,8 +11,8 @@ from typing import Any
 from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.view import DeliveriesView, PostingsView, PostingView
-
-DESTINATIONS = ("linkedin", "indeed", "search")
+from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
+from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
@@ -34,18 +34,20 @@ class Unavailable(Exception):
 
 
 _REFUSALS = {
-    "NOT_FOUND": "no posting has this id",
-    "GONE": "the posting was deleted",
-    "VERSION_MISMATCH": "the posting is at another version than If-Match names",
-    "ALREADY_EXISTS": "a posting with this id exists already",
-    "KEY_REUSED": "this Idempotency-Key was used for another request on this posting within 24 hours",
+    Outcome.NOT_FOUND: "no posting has this id",
+    Outcome.GONE: "the posting was deleted",
+    Outcome.VERSION_MISMATCH: "the posting is at another version than If-Match names",
+    Outcome.ALREADY_EXISTS: "a posting with this id exists already",
+    Outcome.KEY_REUSED: "this Idempotency-Key was used for another request on this posting within 24 hours",
 }
-_METHOD_OF = {"CREATE": "POST", "REPLACE": "PUT", "DELETE": "DELETE"}
+_METHOD_OF = {Action.CREATE: "POST", Action.REPLACE: "PUT", Action.DELETE: "DELETE"}
 
 
-def request_fingerprint(action: str, posting: dict[str, str] | None) -> str:
-    """What makes two requests "the same request" for an Idempotency-Key: method and body."""
-    canonical = json.dumps([_METHOD_OF[action], posting], sort_keys=True, ensure_ascii=False)
+def request_fingerprint(action: Action, posting: Posting | None) -> str:
+    """What makes two requests "the same request" for an Idempotency-Key: method and body.
+    The sequencer keeps it in the log, so it must not change between releases."""
+    body = None if posting is None else posting.to_avro()  # the body's fields, as JSON had them
+    canonical = json.dumps([_METHOD_OF[action], body], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -66,7 +68,7 @@ class PostingService:
 
     async def search(
         self, text: str, limit: int, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
+    ) -> tuple[list[SearchDocument], str | None]:
         try:
             return await self.titles.search(text, limit, cursor)
         except BadCursor as exc:
@@ -74,17 +76,17 @@ class PostingService:
         except SearchUnavailable as exc:
             raise Unavailable(f"search is unavailable: {exc}") from exc
 
-    async def create(self, posting: dict[str, str], request_id: str | None) -> PostingView:
+    async def create(self, posting: Posting, request_id: str | None) -> PostingView:
         posting_id = str(uuid.uuid5(_ID_NAMESPACE, request_id)) if request_id else str(uuid.uuid4())
-        return await self._write("CREATE", posting_id, request_id, posting, None)
+        return await self._write(Action.CREATE, posting_id, request_id, posting, None)
 
     async def replace(
-        self, posting_id: str, posting: dict[str, str], request_id: str | None, expected: int | None
+        self, posting_id: str, posting: Posting, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write("REPLACE", posting_id, request_id, posting, expected)
+        return await self._write(Action.REPLACE, posting_id, request_id, posting, expected)
 
     async def delete(self, posting_id: str, request_id: str | None, expected: int | None) -> PostingView:
-        return await self._write("DELETE", posting_id, request_id, None, expected)
+        return await self._write(Action.DELETE, posting_id, request_id, None, expected)
 
     async def get(self, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
         if strong:
@@ -94,74 +96,77 @@ class PostingService:
                 raise Unavailable(f"the read view did not catch up: {exc}") from exc
         view = self.view.get(posting_id)
         if view is None:
-            raise PostingError("NOT_FOUND", _REFUSALS["NOT_FOUND"])
+            raise PostingError(Outcome.NOT_FOUND, _REFUSALS[Outcome.NOT_FOUND])
         if view.deleted:
-            raise PostingError("GONE", _REFUSALS["GONE"], view.version)
+            raise PostingError(Outcome.GONE, _REFUSALS[Outcome.GONE], view.version)
         return view
 
     def deliveries(self, posting_id: str) -> tuple[PostingView, dict[str, dict[str, Any]]]:
         """The posting's newest version and its progress at every destination."""
         view = self.view.get(posting_id)
         if view is None:
-            raise PostingError("NOT_FOUND", _REFUSALS["NOT_FOUND"])
+            raise PostingError(Outcome.NOT_FOUND, _REFUSALS[Outcome.NOT_FOUND])
         states = self.deliveries_view.get(posting_id)
         progress = {}
-        for destination in DESTINATIONS:
-            state = states.get(destination, {})
-            progress[destination] = {
-                "delivered_version": state.get("delivered_version"),
+        for destination in Destination:
+            state = states.get(destination)
+            known = state or DeliveryState(destination, posting_id, DeliveryStatus.PENDING)  # none yet
+            progress[destination.value] = {
+                "delivered_version": known.delivered_version,
                 "status": _status_for(state, view.version),
-                "attempts": state.get("attempts", 0),
-                "first_attempt_at": state.get("first_attempt_at"),
-                "next_attempt_at": state.get("next_attempt_at"),
-                "last_error": state.get("last_error"),
+                "attempts": known.attempts,
+                "first_attempt_at": known.first_attempt_at,
+                "next_attempt_at": known.next_attempt_at,
+                "last_error": known.last_error,
             }
         return view, progress
 
     async def _write(
         self,
-        action: str,
+        action: Action,
         posting_id: str,
         request_id: str | None,
-        posting: dict[str, str] | None,
+        posting: Posting | None,
         expected: int | None,
     ) -> PostingView:
-        command: dict[str, Any] = {
-            "request_id": request_id or uuid.uuid4().hex,
-            "request_fingerprint": request_fingerprint(action, posting),
-            "posting_id": posting_id,
-            "action": action,
-            "expected_version": expected,
-            "posting": posting,
-            "received_at": time.time_ns() // 1_000_000,
-        }
+        command = Command(
+            request_id=request_id or uuid.uuid4().hex,
+            posting_id=posting_id,
+            action=action,
+            received_at=time.time_ns() // 1_000_000,
+            posting=posting,
+            expected_version=expected,
+            request_fingerprint=request_fingerprint(action, posting),
+        )
         try:
             reply = await self.commands.send(command, self.write_timeout_s)
         except SequencingTimeout as exc:
             raise Unavailable(f"{exc}; retry with the same Idempotency-Key") from exc
-        if reply["outcome"] != "ACCEPTED":
-            raise PostingError(reply["outcome"], _REFUSALS[reply["outcome"]], reply["version"])
+        if reply.outcome != Outcome.ACCEPTED:
+            raise PostingError(reply.outcome, _REFUSALS[reply.outcome], reply.version)
+        assert reply.version is not None  # an accepted command always has a version
         # A replay of an earlier request had the same body (its fingerprint matched), so the
         # request's own body is the posting at the version the reply names.
-        deleted = reply["deleted"]
         view = PostingView(
             posting_id,
-            reply["version"],
-            deleted,
-            None if deleted else posting,
-            reply["last_update_time_millis"],
+            reply.version,
+            reply.deleted,
+            None if reply.deleted else posting,
+            reply.last_update_time_millis,
         )
         self.view.observe(view)
         return view
 
 
-def _status_for(state: dict[str, Any], current_version: int) -> str:
-    """A destination's status for the posting's current version: having delivered (or
-    dead-lettered) only an older version means the current one is still pending."""
-    status = str(state.get("status", "PENDING")).lower()
-    delivered = state.get("delivered_version")
-    if status == "delivered" and (delivered is None or delivered < current_version):
+def _status_for(state: DeliveryState | None, current_version: int) -> str:
+    """A destination's status for the posting's current version (None: nothing recorded
+    yet): having delivered (or dead-lettered) only an older version means the current one
+    is still pending."""
+    if state is None:
         return "pending"
-    if status == "failed" and state.get("pending_version") != current_version:
+    delivered = state.delivered_version
+    if state.status == DeliveryStatus.DELIVERED and (delivered is None or delivered < current_version):
         return "pending"
-    return status
+    if state.status == DeliveryStatus.FAILED and state.pending_version != current_version:
+        return "pending"
+    return state.status.lower()

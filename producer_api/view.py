@@ -15,12 +15,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from schemas import records
-from schemas.kafka import KafkaSettings, poll_batch
+from schemas.kafka import KafkaSettings, coordinates, poll_batch
+from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 
@@ -32,7 +32,7 @@ class PostingView:
     id: str
     version: int
     deleted: bool
-    posting: dict[str, str] | None
+    posting: Posting | None
     last_update_time_millis: int | None
 
 
@@ -132,11 +132,10 @@ class LogView:
             except records.PoisonRecord as exc:
                 records.note_poison(self.reader, message, exc.reason)
         elif error.code() == KafkaError._PARTITION_EOF:
-            at_end.add(message.partition())
+            _, partition, offset = coordinates(message)
+            at_end.add(partition)
             # Also the position of a partition that holds no record at all.
-            self._positions[message.partition()] = max(
-                message.offset(), self._positions.get(message.partition(), 0)
-            )
+            self._positions[partition] = max(offset, self._positions.get(partition, 0))
         elif not error.retriable():
             log.error("view of %s: %s", self.topic, error)
 
@@ -183,9 +182,9 @@ class DeliveriesView(LogView):
 
     def __init__(self, kafka: KafkaSettings) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).deliveries)
-        self._states: dict[str, dict[str, dict[str, Any]]] = {}
+        self._states: dict[str, dict[Destination, DeliveryState]] = {}
 
-    def get(self, posting_id: str) -> dict[str, dict[str, Any]]:
+    def get(self, posting_id: str) -> dict[Destination, DeliveryState]:
         return dict(self._states.get(posting_id, {}))
 
     def apply(self, message: Message) -> None:
@@ -197,12 +196,12 @@ class DeliveriesView(LogView):
             states[destination] = state
 
 
-def _from_update(update: dict[str, Any]) -> PostingView:
-    deleted = update["op"] == "DELETED"
+def _from_update(update: PostingUpdate) -> PostingView:
+    deleted = update.op == Op.DELETED
     return PostingView(
-        update["posting_id"],
-        update["version"],
+        update.posting_id,
+        update.version,
         deleted,
-        None if deleted else update["posting"],
-        update["last_update_time_millis"],
+        None if deleted else update.posting,
+        update.last_update_time_millis,
     )

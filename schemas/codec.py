@@ -3,6 +3,9 @@
 A codec reads with one reader schema and knows every released writer schema of its record
 type, so a record written by an older (or newer) release resolves to the reader's shape.
 Schemas come only from the `.avsc` files in `schemas/avro/`.
+
+`AvroCodec` works on the dicts fastavro reads and writes; `RecordCodec` is the thin typed
+layer over it that the code uses: `codec.posting_updates().encode(PostingUpdate) -> bytes`.
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+from schemas.model import Command, DeliveryState, PostingUpdate, Reply
 
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = b"\xc3\x01"
@@ -94,25 +100,60 @@ class AvroCodec:
         return record  # type: ignore[return-value]
 
 
+class AvroRecord(Protocol):
+    def to_avro(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=AvroRecord)
+
+
+class RecordCodec(Generic[R]):
+    """One record type in, bytes out, and back: the type converts itself to and from the
+    Avro dict, `avro` (an AvroCodec) does the rest. Every failure is a SerializationError."""
+
+    def __init__(self, avro: AvroCodec, from_avro: Callable[[dict[str, Any]], R]) -> None:
+        self.avro = avro
+        self._decode_fields = avro.decode
+        self._from_avro = from_avro
+
+    @property
+    def fingerprint(self) -> int:
+        return self.avro.fingerprint
+
+    def encode(self, record: R) -> bytes:
+        try:
+            fields = record.to_avro()
+        except AttributeError as exc:  # not the type, or a field of the wrong type (posting=None)
+            raise SerializationError(f"record does not fit {self.avro.schema['name']}: {exc}") from exc
+        return self.avro.encode(fields)
+
+    def decode(self, data: bytes) -> R:
+        fields = self._decode_fields(data)
+        try:
+            return self._from_avro(fields)
+        except (KeyError, ValueError, TypeError) as exc:  # e.g. an enum symbol this code does not know
+            raise SerializationError(f"cannot read {self.avro.schema['name']}: {exc!r}") from exc
+
+
 def _version_of(path: Path) -> int:
     return int(path.name.split(".v")[-1].removesuffix(".avsc"))
 
 
 @cache
-def posting_updates() -> AvroCodec:
-    return AvroCodec.for_record("posting_update")
+def posting_updates() -> RecordCodec[PostingUpdate]:
+    return RecordCodec(AvroCodec.for_record("posting_update"), PostingUpdate.from_avro)
 
 
 @cache
-def commands() -> AvroCodec:
-    return AvroCodec.for_record("command")
+def commands() -> RecordCodec[Command]:
+    return RecordCodec(AvroCodec.for_record("command"), Command.from_avro)
 
 
 @cache
-def replies() -> AvroCodec:
-    return AvroCodec.for_record("reply")
+def replies() -> RecordCodec[Reply]:
+    return RecordCodec(AvroCodec.for_record("reply"), Reply.from_avro)
 
 
 @cache
-def delivery_states() -> AvroCodec:
-    return AvroCodec.for_record("delivery_state")
+def delivery_states() -> RecordCodec[DeliveryState]:
+    return RecordCodec(AvroCodec.for_record("delivery_state"), DeliveryState.from_avro)

@@ -1,4 +1,10 @@
-"""The dead-letter contract: the original key and value, plus headers saying why."""
+"""The dead-letter contract: the original key and value, plus headers saying why.
+
+A dead-letter topic belongs to the consumer group that writes it, not to a destination:
+`jobpost.<group>.dlq`, where `group` is the group's short name (`schemas.topics.DEAD_LETTER_GROUPS`:
+`sequencer`, `linkedin`, `indeed`, `search-indexer`). The indexer's group is
+`search-indexer` while its progress is recorded for the destination `search`.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,13 @@ from confluent_kafka import Message
 from prometheus_client import Counter
 
 from schemas.outbox import Outgoing
+from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
 
-DEAD_LETTERS = Counter("jobpost_dead_letters_total", "Records sent to a dead-letter topic", ["destination"])
+DEAD_LETTERS = Counter(
+    "jobpost_dead_letters_total", "Records sent to jobpost.<group>.dlq, by group (short name)", ["group"]
+)
 
 
 def dead_letter_headers(
@@ -37,9 +46,16 @@ def dead_letter_headers(
     ]
 
 
+def letter_headers(message: Message) -> dict[str, str]:
+    """A record's headers as text: how a dead letter's `jobpost.*` headers read back."""
+    headers = message.headers() or []
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return {k: v.decode(errors="replace") if isinstance(v, bytes) else (v or "") for k, v in pairs}
+
+
 def dead_letter(
-    dlq_topic: str,
-    destination: str,
+    topics: Topics,
+    group: str,
     message: Message,
     error: str,
     *,
@@ -48,11 +64,11 @@ def dead_letter(
     version: int | None = None,
     posting_id: str | None = None,
 ) -> Outgoing:
-    """`message` unchanged, for the dead-letter topic, with headers saying why; counted
-    and logged here, produced (and acknowledged) by the caller."""
-    context = {"posting_id": posting_id, "version": version, "destination": destination}
+    """`message` unchanged, for the group's dead-letter topic, with headers saying why;
+    counted and logged here, produced (and acknowledged) by the caller."""
+    context = {"posting_id": posting_id, "version": version, "group": group}
     log.error("dead-lettered: %s", error, extra=context)
-    DEAD_LETTERS.labels(destination).inc()
+    DEAD_LETTERS.labels(group).inc()
     headers = dead_letter_headers(
         error,
         topic=message.topic() or "",
@@ -61,4 +77,4 @@ def dead_letter(
         attempts=attempts,
         first_attempt_ms=first_attempt_ms,
     )
-    return Outgoing(dlq_topic, message.key(), message.value(), headers=headers)
+    return Outgoing(topics.dlq(group), message.key(), message.value(), headers=headers)

@@ -93,6 +93,16 @@ def is_record(message: Message) -> bool:
     raise KafkaException(error)
 
 
+def coordinates(message: Message) -> tuple[str, int, int]:
+    """(topic, partition, offset) of a record or an end-of-partition event. The client types
+    each one Optional because other events carry none, so check `is_record()` (or the EOF
+    code) first."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    if topic is None or partition is None or offset is None:
+        raise ValueError(f"a Kafka event without topic, partition and offset: {message.error()}")
+    return topic, partition, offset
+
+
 CONSUMER_LAG = Gauge(
     "jobpost_consumer_lag", "Records not yet committed, by group and partition", ["group", "partition"]
 )

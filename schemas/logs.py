@@ -10,7 +10,7 @@ import logging
 import sys
 import time
 
-CONTEXT_FIELDS = ("posting_id", "version", "destination", "partition", "offset", "component")
+CONTEXT_FIELDS = ("posting_id", "version", "destination", "group", "partition", "offset", "component")
 
 
 class JsonFormatter(logging.Formatter):

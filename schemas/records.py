@@ -10,13 +10,14 @@ and log it, and neither ever stops.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TypeVar
 
 from confluent_kafka import Message
 from prometheus_client import Counter
 
 from schemas import codec
-from schemas.codec import SerializationError
+from schemas.codec import AvroRecord, RecordCodec, SerializationError
+from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,10 @@ def text_key(message: Message) -> str:
         raise PoisonRecord(f"the key is not UTF-8: {key[:40]!r}") from exc
 
 
-def _decode(value: bytes | None, decoder: codec.AvroCodec) -> dict[str, Any]:
+R = TypeVar("R", bound=AvroRecord)
+
+
+def _decode(value: bytes | None, decoder: RecordCodec[R]) -> R:
     if value is None:
         raise PoisonRecord("the value is null where a record was expected")
     try:
@@ -60,38 +64,44 @@ def _decode(value: bytes | None, decoder: codec.AvroCodec) -> dict[str, Any]:
         raise PoisonRecord(str(exc)) from exc
 
 
-def posting_update(message: Message) -> tuple[str, dict[str, Any] | None]:
+def posting_update(message: Message) -> tuple[str, PostingUpdate | None]:
     """(posting id, the PostingUpdate) of a `jobpost.postings` record; None for a tombstone."""
     posting_id = text_key(message)
     if message.value() is None:
         return posting_id, None
     update = _decode(message.value(), codec.posting_updates())
-    if update["posting_id"] != posting_id:
-        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {update['posting_id']!r}")
+    if update.posting_id != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {update.posting_id!r}")
     return posting_id, update
 
 
-def command(message: Message) -> dict[str, Any]:
+def command(message: Message) -> Command:
     posting_id = text_key(message)
     decoded = _decode(message.value(), codec.commands())
-    if decoded["posting_id"] != posting_id:
-        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {decoded['posting_id']!r}")
+    if decoded.posting_id != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {decoded.posting_id!r}")
+    if decoded.posting is None and decoded.action != Action.DELETE:
+        raise PoisonRecord(f"a {decoded.action} command without a posting")
     return decoded
 
 
-def reply(message: Message) -> dict[str, Any]:
+def reply(message: Message) -> Reply:
     return _decode(message.value(), codec.replies())
 
 
-def delivery_state(message: Message) -> tuple[str, str, dict[str, Any] | None]:
+def delivery_state(message: Message) -> tuple[Destination, str, DeliveryState | None]:
     """(destination, posting id, the DeliveryState) of a `jobpost.deliveries` record;
     None for a tombstone."""
-    destination, slash, posting_id = text_key(message).partition("/")
-    if not slash or not destination or not posting_id:
+    name, slash, posting_id = text_key(message).partition("/")
+    if not slash or not name or not posting_id:
         raise PoisonRecord("the key is not {destination}/{posting_id}")
+    try:
+        destination = Destination(name)
+    except ValueError as exc:
+        raise PoisonRecord(f"the key names no known destination: {name[:40]!r}") from exc
     if message.value() is None:
         return destination, posting_id, None
     state = _decode(message.value(), codec.delivery_states())
-    if (state["destination"], state["posting_id"]) != (destination, posting_id):
+    if (state.destination, state.posting_id) != (destination, posting_id):
         raise PoisonRecord("the key does not match the delivery state's destination and posting")
     return destination, posting_id, state

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from schemas.kafka import KafkaSettings, poll_batch
+from schemas.kafka import KafkaSettings, coordinates, poll_batch
 
 
 def replay(
@@ -57,6 +57,7 @@ def _read_until_eof(
             if error is None:
                 on_message(message)
             elif error.code() == KafkaError._PARTITION_EOF:
-                ends[message.partition()] = message.offset()
+                _, partition, offset = coordinates(message)
+                ends[partition] = offset
             elif not error.retriable():
                 raise KafkaException(error)

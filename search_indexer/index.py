@@ -1,4 +1,5 @@
-"""The search index: its template, its alias, and the document of a PostingUpdate.
+"""The search index: its template and its alias; the document itself is
+`schemas.search.SearchDocument`, whose fields are the mapping's.
 
 Documents are written with `version_type=external` and the posting version, so
 Elasticsearch itself drops a stale write and replays are harmless. A DELETED version
@@ -14,9 +15,12 @@ from typing import Any
 from elasticsearch import Elasticsearch, NotFoundError
 
 from schemas.http import retryable_status
+from schemas.model import PostingUpdate
+from schemas.search import SearchDocument
 
 
 def template(alias: str, index_description: bool, replicas: int) -> dict[str, Any]:
+    """One mapping property per SearchDocument field."""
     return {
         "index_patterns": [f"{alias}-*"],
         "template": {
@@ -66,33 +70,20 @@ def switch_alias(es: Elasticsearch, alias: str, index: str) -> list[str]:
     return [o for o in old if o != index]
 
 
-def document(update: dict[str, Any]) -> dict[str, Any]:
-    posting = update["posting"]
-    return {
-        "id": update["posting_id"],
-        "title": posting["title"],
-        "description": posting["description"],
-        "notes": posting.get("notes", ""),
-        "version": update["version"],
-        "status": "deleted" if update["op"] == "DELETED" else "active",
-        "last_update_time": update["last_update_time_millis"],
-    }
-
-
-def bulk_operations(index: str, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def bulk_operations(index: str, updates: list[PostingUpdate]) -> list[dict[str, Any]]:
     operations: list[dict[str, Any]] = []
     for update in updates:
         operations.append(
             {
                 "index": {
                     "_index": index,
-                    "_id": update["posting_id"],
-                    "version": update["version"],
+                    "_id": update.posting_id,
+                    "version": update.version,
                     "version_type": "external",
                 }
             }
         )
-        operations.append(document(update))
+        operations.append(SearchDocument.of(update).to_source())
     return operations
 
 

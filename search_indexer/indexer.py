@@ -25,7 +25,8 @@ from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import delivery_state, state_record
 from schemas.http import retryable_status
-from schemas.kafka import is_record, poll_batch, record_lag
+from schemas.kafka import coordinates, is_record, poll_batch, record_lag
+from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.outbox import Outgoing, deliver_all
 from schemas.topics import Topics
 from search_indexer import index
@@ -35,7 +36,9 @@ log = logging.getLogger(__name__)
 
 DOCUMENTS = Counter("jobpost_indexer_documents_total", "Documents by outcome", ["outcome"])
 BULK_SECONDS = Histogram("jobpost_indexer_bulk_seconds", "Time for one poll to settle in the index")
-READER = "search-indexer"
+# The group's short name: its dead-letter topic (jobpost.search-indexer.dlq) and its counters'
+# label. What it delivers to is the destination `search` (in jobpost.deliveries).
+GROUP = "search-indexer"
 
 
 class RetryableBulk(Exception):
@@ -86,26 +89,26 @@ class SearchIndexer:
         and delivery states to write before the batch's offsets may be committed."""
         started = time.perf_counter()
         outgoing: list[Outgoing] = []
-        latest: dict[str, tuple[Message, dict[str, Any]]] = {}
+        latest: dict[str, tuple[Message, PostingUpdate]] = {}
         for message in messages:
             try:
                 posting_id, update = records.posting_update(message)
             except records.PoisonRecord as exc:
-                records.note_poison(READER, message, exc.reason)
-                outgoing.append(dead_letter(self.topics.dlq(READER), READER, message, exc.reason))
+                records.note_poison(GROUP, message, exc.reason)
+                outgoing.append(dead_letter(self.topics, GROUP, message, exc.reason))
                 continue
             if update is None:
                 continue  # the tombstone after a DELETED version, which is what we index
             current = latest.get(posting_id)
-            if current is None or current[1]["version"] < update["version"]:
+            if current is None or current[1].version < update.version:
                 latest[posting_id] = (message, update)
         if latest:
             pending = list(latest.values())
-            indexed: list[tuple[Message, dict[str, Any]]] = []
+            indexed: list[tuple[Message, PostingUpdate]] = []
             rejected: list[tuple[Message, str]] = []
             self._retrying(lambda: self._bulk(pending, indexed, rejected))
             outgoing += [
-                dead_letter(self.topics.dlq(READER), READER, m, reason, posting_id=m.key().decode())
+                dead_letter(self.topics, GROUP, m, reason, posting_id=records.text_key(m))
                 for m, reason in rejected
             ]
             outgoing += [self._progress(m, update) for m, update in indexed]
@@ -114,15 +117,15 @@ class SearchIndexer:
 
     def _bulk(
         self,
-        pending: list[tuple[Message, dict[str, Any]]],
-        indexed: list[tuple[Message, dict[str, Any]]],
+        pending: list[tuple[Message, PostingUpdate]],
+        indexed: list[tuple[Message, PostingUpdate]],
         rejected: list[tuple[Message, str]],
     ) -> None:
         """One bulk request for `pending`. What settles moves to `indexed` / `rejected` (or
         is dropped as stale); raises RetryableBulk, leaving the rest in `pending`."""
         operations = index.bulk_operations(self.settings.alias, [u for _, u in pending])
         response = self.es.bulk(operations=operations)
-        retry: list[tuple[Message, dict[str, Any]]] = []
+        retry: list[tuple[Message, PostingUpdate]] = []
         for entry, item in zip(pending, response["items"], strict=True):
             outcome, reason = index.classify(item)
             DOCUMENTS.labels(outcome).inc()
@@ -155,19 +158,19 @@ class SearchIndexer:
         )
         return retrying(attempt)
 
-    def _progress(self, message: Message, update: dict[str, Any]) -> Outgoing:
+    def _progress(self, message: Message, update: PostingUpdate) -> Outgoing:
         state = delivery_state(
-            "search",
-            update["posting_id"],
-            status="CLOSED" if update["op"] == "DELETED" else "DELIVERED",
-            delivered_version=update["version"],
+            Destination.SEARCH,
+            update.posting_id,
+            status=DeliveryStatus.CLOSED if update.op == Op.DELETED else DeliveryStatus.DELIVERED,
+            delivered_version=update.version,
         )
-        return state_record(self.topics.deliveries, message.partition(), state)
+        return state_record(self.topics.deliveries, coordinates(message)[1], state)
 
 
 def _next_offsets(messages: list[Message]) -> list[TopicPartition]:
     highest: dict[tuple[str, int], int] = {}
     for m in messages:
-        key = (m.topic(), m.partition())
-        highest[key] = max(highest.get(key, -1), m.offset())
+        topic, partition, offset = coordinates(m)
+        highest[topic, partition] = max(highest.get((topic, partition), -1), offset)
     return [TopicPartition(t, p, o + 1) for (t, p), o in highest.items()]

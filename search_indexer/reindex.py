@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import Message
 from elasticsearch import Elasticsearch
 
 from schemas import codec
+from schemas.model import PostingUpdate
 from schemas.replay import replay
 from schemas.topics import Topics
 from search_indexer import index
@@ -36,7 +36,7 @@ class _BulkLoader:
     def __init__(self, es: Elasticsearch, target: str) -> None:
         self.es = es
         self.target = target
-        self.pending: dict[str, dict[str, Any]] = {}
+        self.pending: dict[str, PostingUpdate] = {}
         self.documents = 0
 
     def take(self, message: Message) -> None:
@@ -44,9 +44,9 @@ class _BulkLoader:
         if value is None:
             return
         update = codec.posting_updates().decode(value)
-        current = self.pending.get(update["posting_id"])
-        if current is None or current["version"] < update["version"]:
-            self.pending[update["posting_id"]] = update
+        current = self.pending.get(update.posting_id)
+        if current is None or current.version < update.version:
+            self.pending[update.posting_id] = update
         if len(self.pending) >= BATCH:
             self.flush()
 

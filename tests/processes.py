@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from confluent_kafka import Message
 
 from jobpost.processes import (  # noqa: F401 - the tests import them from here
     ApiProcess,
@@ -14,21 +14,22 @@ from jobpost.processes import (  # noqa: F401 - the tests import them from here
 )
 from schemas import codec
 from schemas.kafka import KafkaSettings
+from schemas.model import PostingUpdate
 from schemas.replay import replay
 
 
-def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, dict[str, Any] | None]]:
+def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, PostingUpdate | None]]:
     """Every committed record of the postings topic: (key, partition, decoded value or None)."""
-    records: list[tuple[str, int, dict[str, Any] | None]] = []
+    records: list[tuple[str, int, PostingUpdate | None]] = []
 
-    def take(message: Any) -> None:
+    def take(message: Message) -> None:
         value = message.value()
         decoded = codec.posting_updates().decode(value) if value is not None else None
-        records.append((message.key().decode(), message.partition(), decoded))
+        records.append(((message.key() or b"").decode(), message.partition() or 0, decoded))
 
     replay(kafka, topic, range(kafka.partitions), take)
     return records
 
 
 def versions_of(kafka: KafkaSettings, topic: str, posting_id: str) -> list[int]:
-    return [v["version"] for k, _, v in read_postings(kafka, topic) if k == posting_id and v is not None]
+    return [v.version for k, _, v in read_postings(kafka, topic) if k == posting_id and v is not None]

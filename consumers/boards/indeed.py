@@ -14,6 +14,7 @@ from pydantic import BaseModel, SecretStr
 
 from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
+from schemas.model import Destination, PostingUpdate
 
 UPSERT = """
 mutation Upsert($input: CreateSourcedJobPostingsInput!) {
@@ -34,28 +35,27 @@ class IndeedSettings(BaseModel):
 
 
 class IndeedAdapter:
-    name = "indeed"
+    name = Destination.INDEED
 
     def __init__(self, client: aiohttp.ClientSession, settings: IndeedSettings) -> None:
         self.client = client
         self.settings = settings
 
-    async def upsert(self, update: dict[str, Any]) -> None:
-        posting = update["posting"]
+    async def upsert(self, update: PostingUpdate) -> None:
         job = {
-            "jobPostingId": update["posting_id"],
+            "jobPostingId": update.posting_id,
             "sourceName": self.settings.source_name,
-            "title": posting["title"],
-            "description": posting["description"],
-            "datePublished": update["last_update_time_millis"],
+            "title": update.posting.title,
+            "description": update.posting.description,
+            "datePublished": update.last_update_time_millis,
         }
         await self._mutate(UPSERT, {"jobPostings": [job]}, update)
 
-    async def close(self, update: dict[str, Any]) -> None:
-        ids = {"sourcedPostingIds": [update["posting_id"]], "sourceName": self.settings.source_name}
+    async def close(self, update: PostingUpdate) -> None:
+        ids = {"sourcedPostingIds": [update.posting_id], "sourceName": self.settings.source_name}
         await self._mutate(EXPIRE, ids, update)
 
-    async def _mutate(self, query: str, variables: dict[str, Any], update: dict[str, Any]) -> None:
+    async def _mutate(self, query: str, variables: dict[str, Any], update: PostingUpdate) -> None:
         response = await post(
             self.client,
             self.name,
@@ -63,7 +63,7 @@ class IndeedAdapter:
             {"query": query, "variables": {"input": variables}},
             {
                 "Authorization": f"Bearer {self.settings.access_token.get_secret_value()}",
-                "Idempotency-Key": update["idempotency_key"],
+                "Idempotency-Key": update.idempotency_key,
             },
             self.settings.timeout_s,
         )

@@ -7,14 +7,13 @@ of a job that is closed already answers 409, which counts as done.
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 from pydantic import BaseModel, SecretStr
 
 from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
 from schemas.http import retryable_status
+from schemas.model import Destination, PostingUpdate
 
 
 class LinkedInSettings(BaseModel):
@@ -25,25 +24,24 @@ class LinkedInSettings(BaseModel):
 
 
 class LinkedInAdapter:
-    name = "linkedin"
+    name = Destination.LINKEDIN
 
     def __init__(self, client: aiohttp.ClientSession, settings: LinkedInSettings) -> None:
         self.client = client
         self.settings = settings
 
-    async def upsert(self, update: dict[str, Any]) -> None:
-        await self._post(update, "CREATE" if update["version"] == 0 else "UPDATE")
+    async def upsert(self, update: PostingUpdate) -> None:
+        await self._post(update, "CREATE" if update.version == 0 else "UPDATE")
 
-    async def close(self, update: dict[str, Any]) -> None:
+    async def close(self, update: PostingUpdate) -> None:
         await self._post(update, "CLOSE")
 
-    async def _post(self, update: dict[str, Any], operation: str) -> None:
-        posting = update["posting"]
+    async def _post(self, update: PostingUpdate, operation: str) -> None:
         element = {
-            "externalJobPostingId": update["posting_id"],
-            "title": posting["title"],
-            "description": posting["description"],
-            "listedAt": update["last_update_time_millis"],
+            "externalJobPostingId": update.posting_id,
+            "title": update.posting.title,
+            "description": update.posting.description,
+            "listedAt": update.last_update_time_millis,
             "jobPostingOperationType": operation,
         }
         response = await post(
@@ -56,7 +54,7 @@ class LinkedInAdapter:
                 "LinkedIn-Version": self.settings.version,
                 "X-Restli-Protocol-Version": "2.0.0",
                 "x-restli-method": "batch_create",
-                "Idempotency-Key": update["idempotency_key"],
+                "Idempotency-Key": update.idempotency_key,
             },
             self.settings.timeout_s,
         )

@@ -19,6 +19,7 @@ from producer_api.api.models import (
 from producer_api.api.problems import validation_problem
 from producer_api.config import ApiSettings
 from producer_api.view import PostingView
+from schemas.model import Posting
 
 router = APIRouter(
     prefix="/postings",
@@ -49,7 +50,7 @@ async def create_posting(
     body: PostingIn, response: Response, service: Service, settings: Settings, key: IdempotencyKey
 ) -> PostingOut:
     _check_limits(body, settings)
-    view = await service.create(body.model_dump(), key)
+    view = await service.create(_posting(body), key)
     response.headers["Location"] = f"/postings/{view.id}"
     return _present(view, response)
 
@@ -72,13 +73,13 @@ async def search_postings(
     documents, next_cursor = await service.search(q, limit, cursor)
     items = [
         PostingOut(
-            id=d["id"],
-            version=d["version"],
-            title=d["title"],
-            description=d["description"],
-            notes=d["notes"],
-            status=d["status"],
-            last_update_time_millis=d["last_update_time"],
+            id=d.id,
+            version=d.version,
+            title=d.title,
+            description=d.description,
+            notes=d.notes,
+            status=d.status,
+            last_update_time_millis=d.last_update_time,
         )
         for d in documents
     ]
@@ -126,7 +127,7 @@ async def replace_posting(
     key: IdempotencyKey,
 ) -> PostingOut:
     _check_limits(body, settings)
-    view = await service.replace(posting_id, body.model_dump(), key, expected)
+    view = await service.replace(posting_id, _posting(body), key, expected)
     return _present(view, response)
 
 
@@ -142,15 +143,19 @@ async def delete_posting(
     return DeletedOut(id=view.id, version=view.version)
 
 
+def _posting(body: PostingIn) -> Posting:
+    return Posting(body.title, body.description, body.notes)
+
+
 def _present(view: PostingView, response: Response) -> PostingOut:
     response.headers["ETag"] = f'"{view.version}"'
-    posting = view.posting or {"title": "", "description": "", "notes": ""}
+    posting = view.posting or Posting("", "")
     return PostingOut(
         id=view.id,
         version=view.version,
-        title=posting["title"],
-        description=posting["description"],
-        notes=posting.get("notes", ""),
+        title=posting.title,
+        description=posting.description,
+        notes=posting.notes,
         status="deleted" if view.deleted else "active",
         last_update_time_millis=view.last_update_time_millis,
     )

@@ -123,7 +123,7 @@ def test_a_rejected_version_is_dead_lettered_and_the_rest_flows(api, sandbox, st
 
     letters = wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "a dead letter")
     (letter,) = letters
-    assert codec.posting_updates().decode(letter["value"])["version"] == 1
+    assert codec.posting_updates().decode(letter["value"]).version == 1
     assert letter["key"] == posting_id.encode()
     assert "400" in letter["headers"]["jobpost.error"]
     assert letter["headers"]["jobpost.attempts"] == "1"
@@ -339,7 +339,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     partition, offset = next(
         (m.partition(), m.offset()) for m in postings_messages(kafka, topics.postings)
         if m.key() == posting_id.encode() and m.value() is not None
-        and codec.posting_updates().decode(m.value())["version"] == 1
+        and codec.posting_updates().decode(m.value()).version == 1
     )  # fmt: skip
     group = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-linkedin"))
 
@@ -358,7 +358,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     ensure_topics(kafka)  # the dead-letter topic is back
     wait_until(lambda: dead_letters(kafka, dlq), 90, "the dead letter, once Kafka takes it")
     (letter,) = dead_letters(kafka, dlq)
-    assert codec.posting_updates().decode(letter["value"])["version"] == 1
+    assert codec.posting_updates().decode(letter["value"]).version == 1
     wait_until(lambda: committed() > offset, 30, "the offset, committed after the letter")
     group.close()
 

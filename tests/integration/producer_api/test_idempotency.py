@@ -72,7 +72,7 @@ def test_a_retried_create_returns_the_same_posting_and_a_reused_create_key_is_re
     assert retry.json() == first.json() and retry.headers["Location"] == first.headers["Location"]
     assert hijack.status_code == 422 and hijack.json()["type"].endswith("/idempotency-key-reused")
     records = [r for r in read_postings(kafka, topics.postings) if r[0] == first.json()["id"]]
-    assert [r[2]["posting"]["title"] for r in records] == ["Original"]
+    assert [r[2].posting.title for r in records if r[2] is not None] == ["Original"]
 
 
 def test_keys_must_be_1_to_255_printable_ascii_characters(api):

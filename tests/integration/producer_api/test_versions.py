@@ -107,7 +107,7 @@ def test_delete_writes_a_deleted_version_then_a_tombstone(api, kafka, topics):
     assert deleted.status_code == 200
     assert deleted.json() == {"id": posting["id"], "version": 1, "status": "deleted"}
     records = [
-        (value and (value["version"], value["op"]))
+        (value and (value.version, value.op))
         for key, _, value in read_postings(kafka, topics.postings)
         if key == posting["id"]
     ]
@@ -158,10 +158,10 @@ def test_a_crashed_sequencer_member_loses_nothing_and_duplicates_nothing(api, se
     assert len(acknowledged) == 8 * WRITES_PER_CLIENT
     records = [(k, v) for k, _, v in read_postings(kafka, topics.postings) if v is not None]
     for posting_id in postings:
-        versions = [v["version"] for k, v in records if k == posting_id]
+        versions = [v.version for k, v in records if k == posting_id]
         assert versions == list(range(len(versions))), f"gap or duplicate for {posting_id}: {versions}"
-    written = {v["request_id"]: v["version"] for k, v in records if v["request_id"].startswith("load-")}
-    assert len(written) == len([v for k, v in records if v["request_id"].startswith("load-")])  # no key twice
+    written = {v.request_id: v.version for k, v in records if v.request_id.startswith("load-")}
+    assert len(written) == len([v for k, v in records if v.request_id.startswith("load-")])  # no key twice
     assert written == acknowledged
 
 

@@ -6,6 +6,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from schemas import codec
+from schemas.model import Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import TopicMismatchError, Topics, ensure_topics
 
@@ -17,16 +18,16 @@ def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics
     records = {}
     producer.begin_transaction()
     for version, posting_id in enumerate(posting_ids):
-        records[posting_id] = {
-            "posting_id": posting_id,
-            "version": version,
-            "op": "CREATED",
-            "idempotency_key": f"{posting_id}:{version}",
-            "request_id": "smoke",
-            "posting": {"title": "Smoke", "description": "", "notes": ""},
-            "last_update_time_millis": 1,
-            "accepted_at": 1,
-        }
+        records[posting_id] = PostingUpdate(
+            posting_id=posting_id,
+            version=version,
+            op=Op.CREATED,
+            idempotency_key=f"{posting_id}:{version}",
+            request_id="smoke",
+            posting=Posting("Smoke", ""),
+            last_update_time_millis=1,
+            accepted_at=1,
+        )
         producer.produce(
             topics.postings, key=posting_id, value=codec.posting_updates().encode(records[posting_id])
         )

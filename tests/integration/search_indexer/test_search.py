@@ -142,9 +142,7 @@ def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, el
     wait_until(lambda: versions_found(api, "otter") == [5], 60, "version 5 indexed")
 
     # Replay version 3 of the posting, as a consumer restarted from an old offset would.
-    key, partition, v3 = next(
-        r for r in read_postings(kafka, topics.postings) if r[2] and r[2]["version"] == 3
-    )
+    key, partition, v3 = next(r for r in read_postings(kafka, topics.postings) if r[2] and r[2].version == 3)
     producer = Producer(kafka.producer_config())
     producer.produce(topics.postings, key=key, value=codec.posting_updates().encode(v3), partition=partition)
     producer.flush(10)

@@ -12,15 +12,18 @@ from consumers.boards.indeed import IndeedAdapter, IndeedSettings
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
 from consumers.errors import RejectedError, RetryableError
 from jobpost.sandbox import MALFORMED_ANSWERS
+from schemas.model import Op, Posting, PostingUpdate
 
-UPDATE = {
-    "posting_id": "p1",
-    "version": 1,
-    "op": "UPDATED",
-    "idempotency_key": "p1:1",
-    "posting": {"title": "Engineer", "description": "d", "notes": ""},
-    "last_update_time_millis": 1,
-}
+UPDATE = PostingUpdate(
+    posting_id="p1",
+    version=1,
+    op=Op.UPDATED,
+    idempotency_key="p1:1",
+    request_id="r1",
+    posting=Posting("Engineer", "d", ""),
+    last_update_time_millis=1,
+    accepted_at=1,
+)
 
 
 def answer_with(status: int, body: bytes, content_type: str = "application/json", **headers: str):
@@ -87,3 +90,64 @@ def test_element_and_graphql_errors_are_classified():
             200,
             b'{"errors": [{"message": "later", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}]}',
         )
+
+
+def sent_by(kind: str, operation: str) -> tuple[dict, dict]:
+    """The JSON body and headers an adapter sends for `operation` (upsert or close)."""
+    seen: list[tuple[dict, dict]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((await request.json(), dict(request.headers)))
+        answer = {"elements": [{"status": 202}]} if kind == "linkedin" else {"data": {"jobsIngest": {}}}
+        return web.json_response(answer)
+
+    async def call() -> None:
+        app = web.Application()
+        app.router.add_post("/linkedin/rest/simpleJobPostings", handler)
+        app.router.add_post("/indeed/graphql", handler)
+        async with TestServer(app, host="127.0.0.1") as server, aiohttp.ClientSession() as client:
+            base = str(server.make_url(""))
+            adapter = (
+                LinkedInAdapter(client, LinkedInSettings(base_url=f"{base}/linkedin"))
+                if kind == "linkedin"
+                else IndeedAdapter(client, IndeedSettings(base_url=f"{base}/indeed"))
+            )
+            await getattr(adapter, operation)(UPDATE)
+
+    asyncio.run(call())
+    return seen[0]
+
+
+def test_linkedin_is_sent_the_snapshot_and_the_idempotency_key():
+    body, headers = sent_by("linkedin", "upsert")
+    assert body == {
+        "elements": [
+            {
+                "externalJobPostingId": "p1",
+                "title": "Engineer",
+                "description": "d",
+                "listedAt": 1,
+                "jobPostingOperationType": "UPDATE",
+            }
+        ]
+    }
+    assert headers["Idempotency-Key"] == "p1:1"
+    assert sent_by("linkedin", "close")[0]["elements"][0]["jobPostingOperationType"] == "CLOSE"
+
+
+def test_indeed_is_sent_the_snapshot_and_the_idempotency_key():
+    body, headers = sent_by("indeed", "upsert")
+    assert body["variables"]["input"] == {
+        "jobPostings": [
+            {
+                "jobPostingId": "p1",
+                "sourceName": "jobpost",
+                "title": "Engineer",
+                "description": "d",
+                "datePublished": 1,
+            }
+        ]
+    }
+    assert headers["Idempotency-Key"] == "p1:1"
+    closed, _ = sent_by("indeed", "close")
+    assert closed["variables"]["input"] == {"sourcedPostingIds": ["p1"], "sourceName": "jobpost"}

@@ -7,12 +7,13 @@ import pytest
 from consumers.errors import RejectedError, RetryableError
 from consumers.lanes import Item, LaneScheduler
 from consumers.retry import RetryPolicy
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
 
-SNAPSHOT = {"title": "Engineer", "description": "d", "notes": ""}
+SNAPSHOT = Posting("Engineer", "d", "")
 
 
 def item(posting_id: str, version: int, op: str = "UPDATED", offset: int | None = None, partition=0) -> Item:
-    update = {"posting_id": posting_id, "version": version, "op": op, "posting": SNAPSHOT}
+    update = PostingUpdate(posting_id, version, Op(op), f"{posting_id}:{version}", "r", SNAPSHOT, 1, 1)
     return Item(posting_id, update, partition, offset if offset is not None else version)
 
 
@@ -41,24 +42,24 @@ class FakeBoard:
         self.most_in_flight = 0
         self.gate: asyncio.Event | None = None
 
-    async def _call(self, kind: str, update: dict) -> None:
+    async def _call(self, kind: str, update: PostingUpdate) -> None:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             if self.gate is not None:
                 await self.gate.wait()
             await asyncio.sleep(0)
-            self.calls.append((kind, update["posting_id"], update["version"]))
-            pending = self.failures.get((update["posting_id"], update["version"]))
+            self.calls.append((kind, update.posting_id, update.version))
+            pending = self.failures.get((update.posting_id, update.version))
             if pending:
                 raise pending.pop(0)
         finally:
             self.in_flight -= 1
 
-    async def upsert(self, update: dict) -> None:
+    async def upsert(self, update: PostingUpdate) -> None:
         await self._call("upsert", update)
 
-    async def close(self, update: dict) -> None:
+    async def close(self, update: PostingUpdate) -> None:
         await self._call("close", update)
 
     def applied(self, posting_id: str) -> list[int]:
@@ -68,10 +69,10 @@ class FakeBoard:
 
 class FakeOutcomes:
     def __init__(self) -> None:
-        self.states: list[dict] = []
+        self.states: list[DeliveryState] = []
         self.letters: list[tuple[str, int, str, int]] = []
 
-    async def record(self, item: Item, state: dict) -> None:
+    async def record(self, item: Item, state: DeliveryState) -> None:
         await asyncio.sleep(0)
         self.states.append(state)
 
@@ -87,7 +88,7 @@ class Harness:
         self.outcomes = FakeOutcomes()
         self.finished: list[Item] = []
         self.scheduler = LaneScheduler(
-            "linkedin", self.board, self.outcomes, self.finished.append,
+            Destination.LINKEDIN, self.board, self.outcomes, self.finished.append,
             policy=policy, clock=self.clock, max_in_flight=max_in_flight,
         )  # fmt: skip
 
@@ -98,8 +99,8 @@ class Harness:
             await asyncio.sleep(0)
         raise AssertionError(f"finished {len(self.finished)} of {expected_finished}")
 
-    def last_state(self, posting_id: str) -> dict:
-        return [s for s in self.outcomes.states if s["posting_id"] == posting_id][-1]
+    def last_state(self, posting_id: str) -> DeliveryState:
+        return [s for s in self.outcomes.states if s.posting_id == posting_id][-1]
 
 
 def run(coroutine):
@@ -115,7 +116,8 @@ def test_a_postings_versions_go_out_in_order_others_alongside():
         await h.settle(10)
         assert h.board.applied("a") == [0, 1, 2, 3, 4]
         assert h.board.applied("b") == [0, 1, 2, 3, 4]
-        assert h.last_state("a")["status"] == "DELIVERED" and h.last_state("a")["delivered_version"] == 4
+        last = h.last_state("a")
+        assert (last.status, last.delivered_version) == (DeliveryStatus.DELIVERED, 4)
         assert h.board.most_in_flight == 2  # one call per posting at a time, both postings at once
 
     run(scenario())
@@ -146,10 +148,11 @@ def test_retry_waits_follow_the_policy_and_the_version_is_delivered_after():
         assert h.clock.sleeps == [3, 6, 12, 24]
         assert h.board.applied("a") == [0] * 5
         final = h.last_state("a")
-        assert (final["status"], final["attempts"], final["delivered_version"]) == ("DELIVERED", 5, 0)
-        retrying = [s for s in h.outcomes.states if s["status"] == "RETRYING"]
-        assert [s["attempts"] for s in retrying] == [1, 2, 3, 4]
-        assert retrying[0]["last_error"] == "503"
+        assert (final.status, final.attempts, final.delivered_version) == (DeliveryStatus.DELIVERED, 5, 0)
+        assert final.destination == Destination.LINKEDIN
+        retrying = [s for s in h.outcomes.states if s.status == DeliveryStatus.RETRYING]
+        assert [s.attempts for s in retrying] == [1, 2, 3, 4]
+        assert retrying[0].last_error == "503"
 
     run(scenario())
 
@@ -180,7 +183,7 @@ def test_a_rejection_is_dead_lettered_and_later_versions_proceed():
         await h.settle(3)
         assert h.outcomes.letters == [("a", 1, "400 bad title", 1)]
         assert h.board.applied("a") == [0, 1, 2]
-        assert h.last_state("a")["delivered_version"] == 2
+        assert h.last_state("a").delivered_version == 2
 
     run(scenario())
 
@@ -194,7 +197,7 @@ def test_a_spent_budget_is_dead_lettered():
         h.scheduler.add(item("a", 0, "CREATED"))
         await h.settle(1)
         assert h.outcomes.letters == [("a", 0, "retries spent: 503", 3)]
-        assert h.last_state("a")["status"] == "FAILED"
+        assert h.last_state("a").status == DeliveryStatus.FAILED
 
     run(scenario())
 
@@ -208,8 +211,8 @@ def test_an_unexpected_exception_is_a_retried_attempt_not_a_dead_lane(surprise):
         h.scheduler.add(item("a", 1))
         await h.settle(2)
         assert h.board.applied("a") == [0, 0, 1]
-        retry = next(s for s in h.outcomes.states if s["status"] == "RETRYING")
-        assert type(surprise).__name__ in retry["last_error"]
+        retry = next(s for s in h.outcomes.states if s.status == DeliveryStatus.RETRYING)
+        assert type(surprise).__name__ in (retry.last_error or "")
 
     run(scenario())
 
@@ -227,7 +230,7 @@ def test_a_delete_supersedes_a_queued_update_and_cuts_retries_short():
         await h.settle(4)
         assert h.board.calls[-1] == ("close", "a", 3)
         assert 2 not in h.board.applied("a")
-        assert h.last_state("a")["status"] == "CLOSED"
+        assert h.last_state("a").status == DeliveryStatus.CLOSED
         assert [i.offset for i in h.finished] == [1, 2, 3, 4]
 
     run(scenario())
@@ -237,10 +240,10 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
     async def scenario():
         h = Harness()
         first = h.clock.now - 30_000
-        h.scheduler.states["a"] = {
-            "status": "RETRYING", "pending_version": 1, "delivered_version": 0, "attempts": 5,
-            "first_attempt_at": first, "next_attempt_at": h.clock.now + 10_000,
-        }  # fmt: skip
+        h.scheduler.states["a"] = DeliveryState(
+            Destination.LINKEDIN, "a", DeliveryStatus.RETRYING, delivered_version=0, pending_version=1,
+            attempts=5, first_attempt_at=first, next_attempt_at=h.clock.now + 10_000,
+        )  # fmt: skip
         h.board.failures[("a", 1)] = [RetryableError("503")]
         h.scheduler.add(item("a", 0, "CREATED"))  # replayed after the restart: skipped
         h.scheduler.add(item("a", 1))
@@ -248,8 +251,8 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
         assert h.clock.sleeps[0] == pytest.approx(10.0)  # the stored next attempt, not a fresh start
         assert h.clock.sleeps[1] == 60  # the 6th failure waits 60 s (3, 6, 12, 24, 48, 60)
         assert h.board.applied("a") == [1, 1]
-        assert h.last_state("a")["first_attempt_at"] == first
-        assert h.last_state("a")["attempts"] == 7
+        assert h.last_state("a").first_attempt_at == first
+        assert h.last_state("a").attempts == 7
 
     run(scenario())
 
@@ -257,7 +260,9 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
 def test_a_version_already_dead_lettered_is_not_sent_again_after_a_restart():
     async def scenario():
         h = Harness()
-        h.scheduler.states["a"] = {"status": "FAILED", "pending_version": 1, "delivered_version": 0}
+        h.scheduler.states["a"] = DeliveryState(
+            Destination.LINKEDIN, "a", DeliveryStatus.FAILED, delivered_version=0, pending_version=1
+        )
         h.scheduler.add(item("a", 1))
         h.scheduler.add(item("a", 2))
         await h.settle(2)

@@ -1,22 +1,29 @@
 """The sequencer's decisions, on the pure posting state (no Kafka)."""
 
+import dataclasses
+
+import pytest
+
 from producer_api.domain import IDEMPOTENCY_WINDOW_MS, PartitionState
+from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
 
-SNAPSHOT = {"title": "Engineer", "description": "d", "notes": ""}
+SNAPSHOT = Posting("Engineer", "d", "")
 
 
-def command(action, request_id, posting_id="p1", expected=None, title="Engineer", fingerprint=None):
-    posting = None if action == "DELETE" else {**SNAPSHOT, "title": title}
-    return {
-        "request_id": request_id,
-        "correlation_id": f"c-{request_id}",
-        "request_fingerprint": fingerprint if fingerprint is not None else f"{action}:{title}",
-        "posting_id": posting_id,
-        "action": action,
-        "expected_version": expected,
-        "posting": posting,
-        "received_at": 1,
-    }
+def command(
+    action, request_id, posting_id="p1", expected=None, title="Engineer", fingerprint=None
+) -> Command:
+    action = Action(action)
+    return Command(
+        request_id=request_id,
+        posting_id=posting_id,
+        action=action,
+        received_at=1,
+        posting=None if action == Action.DELETE else dataclasses.replace(SNAPSHOT, title=title),
+        expected_version=expected,
+        correlation_id=f"c-{request_id}",
+        request_fingerprint=fingerprint if fingerprint is not None else f"{action}:{title}",
+    )
 
 
 def test_versions_start_at_zero_and_grow_by_one():
@@ -29,11 +36,17 @@ def test_versions_start_at_zero_and_grow_by_one():
 def test_accepted_update_carries_the_idempotency_key_fingerprint_and_times():
     state = PartitionState()
     (update,) = state.decide(command("CREATE", "r0"), 1234).updates
-    assert update["idempotency_key"] == "p1:0"
-    assert update["op"] == "CREATED"
-    assert update["request_fingerprint"] == "CREATE:Engineer"
-    assert update["last_update_time_millis"] == 1234
-    assert update["accepted_at"] == 1
+    assert update == PostingUpdate(
+        posting_id="p1",
+        version=0,
+        op=Op.CREATED,
+        idempotency_key="p1:0",
+        request_id="r0",
+        posting=SNAPSHOT,
+        last_update_time_millis=1234,
+        accepted_at=1,
+        request_fingerprint="CREATE:Engineer",
+    )
 
 
 def test_a_repeated_request_gets_the_original_answer_and_writes_nothing():
@@ -57,8 +70,8 @@ def test_a_key_reused_for_another_body_or_method_is_refused_and_writes_nothing()
     other_body = state.decide(command("REPLACE", "k", title="B"), 3)
     other_method = state.decide(command("DELETE", "k"), 4)
 
-    assert (other_body.result.outcome, other_body.updates) == ("KEY_REUSED", [])
-    assert (other_method.result.outcome, other_method.updates) == ("KEY_REUSED", [])
+    assert (other_body.result.outcome, other_body.updates) == (Outcome.KEY_REUSED, [])
+    assert (other_method.result.outcome, other_method.updates) == (Outcome.KEY_REUSED, [])
     assert state.postings["p1"].version == 1
 
 
@@ -68,8 +81,8 @@ def test_one_key_on_two_postings_is_two_requests():
         state.decide(command("CREATE", f"create-{posting_id}", posting_id=posting_id), 1)
     on_a = state.decide(command("REPLACE", "update-1", posting_id="a", title="A"), 2)
     on_b = state.decide(command("REPLACE", "update-1", posting_id="b", title="B"), 3)
-    assert on_a.updates[0]["posting"]["title"] == "A"
-    assert on_b.updates[0]["posting"]["title"] == "B"
+    assert on_a.updates[0].posting.title == "A"
+    assert on_b.updates[0].posting.title == "B"
     assert (on_a.result.version, on_b.result.version) == (1, 1)
 
 
@@ -98,7 +111,7 @@ def test_state_keeps_no_text_of_old_versions_and_none_of_a_deleted_posting():
     state = PartitionState()
     state.decide(command("CREATE", "c", title="First"), 1)
     state.decide(command("REPLACE", "r", title="Second"), 2)
-    assert state.postings["p1"].posting["title"] == "Second"
+    assert state.postings["p1"].posting.title == "Second"
     assert all(not hasattr(use.result, "posting") for use in state.postings["p1"].keys.values())
     state.decide(command("DELETE", "d"), 3)
     assert state.postings["p1"].posting is None
@@ -106,12 +119,14 @@ def test_state_keeps_no_text_of_old_versions_and_none_of_a_deleted_posting():
 
 def test_refusals_write_nothing():
     state = PartitionState()
-    assert state.decide(command("REPLACE", "a"), 1).result.outcome == "NOT_FOUND"
-    assert state.decide(command("DELETE", "b"), 1).result.outcome == "NOT_FOUND"
+    assert state.decide(command("REPLACE", "a"), 1).result.outcome == Outcome.NOT_FOUND
+    assert state.decide(command("DELETE", "b"), 1).result.outcome == Outcome.NOT_FOUND
     state.decide(command("CREATE", "c"), 1)
     mismatch = state.decide(command("REPLACE", "d", expected=5), 1)
-    assert (mismatch.result.outcome, mismatch.result.version, mismatch.updates) == ("VERSION_MISMATCH", 0, [])
-    assert state.decide(command("CREATE", "e"), 1).result.outcome == "ALREADY_EXISTS"
+    assert (mismatch.result.outcome, mismatch.result.version, mismatch.updates) == (
+        Outcome.VERSION_MISMATCH, 0, [],
+    )  # fmt: skip
+    assert state.decide(command("CREATE", "e"), 1).result.outcome == Outcome.ALREADY_EXISTS
 
 
 def test_delete_is_a_deleted_version_then_a_tombstone_and_then_gone():
@@ -119,10 +134,10 @@ def test_delete_is_a_deleted_version_then_a_tombstone_and_then_gone():
     state.decide(command("CREATE", "c"), 1)
     deleted = state.decide(command("DELETE", "d"), 2)
 
-    assert [u and (u["version"], u["op"]) for u in deleted.updates] == [(1, "DELETED"), None]
-    assert deleted.updates[0]["posting"] == SNAPSHOT  # the board closes what it had
+    assert [u and (u.version, u.op) for u in deleted.updates] == [(1, Op.DELETED), None]
+    assert deleted.updates[0].posting == SNAPSHOT  # the board closes what it had
     for action in ("REPLACE", "DELETE", "CREATE"):
-        assert state.decide(command(action, f"after-{action}"), 3).result.outcome == "GONE"
+        assert state.decide(command(action, f"after-{action}"), 3).result.outcome == Outcome.GONE
     assert state.decide(command("DELETE", "d"), 4).result.version == 1  # a retried delete: its answer
 
 
@@ -130,7 +145,7 @@ def test_restoring_from_the_log_gives_the_same_state():
     live = PartitionState()
     records = []
     for cmd in (command("CREATE", "a"), command("REPLACE", "b"), command("CREATE", "x", posting_id="p2")):
-        records += [(cmd["posting_id"], u) for u in live.decide(cmd, 5).updates]
+        records += [(cmd.posting_id, u) for u in live.decide(cmd, 5).updates]
     records += [("p2", u) for u in live.decide(command("DELETE", "y", posting_id="p2"), 6).updates]
 
     restored = PartitionState()
@@ -139,18 +154,23 @@ def test_restoring_from_the_log_gives_the_same_state():
 
     assert restored.postings == live.postings
     assert restored.decide(command("REPLACE", "b"), 7).result.version == 1  # retry known after restore
-    assert restored.decide(command("REPLACE", "b", title="other"), 7).result.outcome == "KEY_REUSED"
+    assert restored.decide(command("REPLACE", "b", title="other"), 7).result.outcome == Outcome.KEY_REUSED
 
 
 def test_a_tombstone_alone_means_deleted_not_unknown():
     state = PartitionState()
     state.apply("p9", None)  # compaction kept only the tombstone
-    assert state.decide(command("CREATE", "again", posting_id="p9"), 1).result.outcome == "GONE"
+    assert state.decide(command("CREATE", "again", posting_id="p9"), 1).result.outcome == Outcome.GONE
 
 
-def _update(posting_id, version, op, request_id, at):
-    return {
-        "posting_id": posting_id, "version": version, "op": op, "idempotency_key": f"{posting_id}:{version}",
-        "request_id": request_id, "request_fingerprint": "f", "posting": SNAPSHOT,
-        "last_update_time_millis": at, "accepted_at": at,
-    }  # fmt: skip
+def test_a_command_without_the_posting_it_needs_writes_nothing_and_is_refused():
+    state = PartitionState()
+    with pytest.raises(ValueError, match="without a posting"):
+        state.decide(dataclasses.replace(command("CREATE", "c"), posting=None), 1)
+    assert state.postings == {}
+
+
+def _update(posting_id, version, op, request_id, at) -> PostingUpdate:
+    return PostingUpdate(
+        posting_id, version, Op(op), f"{posting_id}:{version}", request_id, SNAPSHOT, at, at, "f"
+    )

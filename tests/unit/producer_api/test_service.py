@@ -1,0 +1,89 @@
+"""The service layer with a fake sequencer: the command it sends, what it makes of the
+reply, and how it reads delivery progress."""
+
+import asyncio
+
+import pytest
+from confluent_kafka import Message
+
+from producer_api.service import PostingError, PostingService, request_fingerprint
+from producer_api.view import DeliveriesView, PostingsView
+from schemas.deliveries import state_record
+from schemas.kafka import KafkaSettings
+from schemas.model import (
+    Action,
+    Command,
+    DeliveryState,
+    DeliveryStatus,
+    Destination,
+    Outcome,
+    Posting,
+    Reply,
+)
+
+
+class FakeCommands:
+    def __init__(self, outcome: Outcome = Outcome.ACCEPTED, version: int = 0, deleted: bool = False):
+        self.sent: list[Command] = []
+        self.answer = (outcome, version, deleted)
+
+    async def send(self, command: Command, timeout_s: float) -> Reply:
+        self.sent.append(command)
+        outcome, version, deleted = self.answer
+        return Reply(command.request_id, "c", command.posting_id, outcome, version, deleted, 1234)
+
+
+def service(commands: FakeCommands) -> PostingService:
+    kafka = KafkaSettings()  # the views are never started: nothing connects
+    return PostingService(commands, PostingsView(kafka), DeliveriesView(kafka), None, 1.0)  # type: ignore[arg-type]
+
+
+def test_fingerprints_are_the_ones_already_in_the_log():
+    # Computed by the release that took dict bodies: a retried request must still match.
+    posting = Posting("Ingénieur", "d", "n")
+    assert request_fingerprint(Action.CREATE, posting) == "b64943d890ac72ba67cec834f10ec6a2"
+    assert request_fingerprint(Action.REPLACE, Posting("T", "", "")) == "947b8ce5380aee8f03a5ed2fa9494bd1"
+    assert request_fingerprint(Action.DELETE, None) == "72767cd288b80ca8ffd0bc9198f949bf"
+
+
+def test_a_create_sends_one_command_and_answers_with_the_accepted_version():
+    commands = FakeCommands()
+    posting = Posting("Engineer", "Builds things")
+
+    view = asyncio.run(service(commands).create(posting, "key-1"))
+
+    (command,) = commands.sent
+    assert (command.action, command.request_id, command.posting, command.expected_version) == (
+        Action.CREATE, "key-1", posting, None,
+    )  # fmt: skip
+    assert command.request_fingerprint == request_fingerprint(Action.CREATE, posting)
+    assert (view.id, view.version, view.deleted, view.posting) == (command.posting_id, 0, False, posting)
+    again = asyncio.run(service(FakeCommands()).create(posting, "key-1"))
+    assert again.id == view.id  # the id follows from the key, so a retried create lands on it
+
+
+def test_a_refusal_is_a_posting_error_naming_the_outcome():
+    with pytest.raises(PostingError) as refused:
+        asyncio.run(service(FakeCommands(Outcome.GONE, 3, True)).delete("p1", None, 2))
+    assert (refused.value.kind, refused.value.version) == ("GONE", 3)
+
+
+def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded():
+    postings = service(FakeCommands(version=2))
+    asyncio.run(postings.replace("p1", Posting("T", ""), None, None))
+    state = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=2, attempts=1)
+    record = state_record("jobpost.deliveries", 0, state)
+    postings.deliveries_view.apply(Message(key=str(record.key).encode(), value=record.value))
+
+    view, progress = postings.deliveries("p1")
+
+    assert view.version == 2
+    assert list(progress) == ["linkedin", "indeed", "search"]
+    assert progress["search"] == {
+        "delivered_version": 2, "status": "delivered", "attempts": 1,
+        "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
+    }  # fmt: skip
+    assert progress["linkedin"] == {
+        "delivered_version": None, "status": "pending", "attempts": 0,
+        "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
+    }  # fmt: skip
