@@ -5,22 +5,16 @@ Field names and enum symbols are exactly the Avro ones (`schemas/avro/*.avsc`). 
 turns itself into the dict fastavro writes (`to_avro`) and back (`from_avro`, from what
 the newest reader schema gives), so the codec converts at the edge and nothing else sees
 a dict. The conversions are written out by hand: `dataclasses.asdict` deep-copies and is
-several times slower; decoding builds each record with `_decoder` (below), which halves
-what a frozen dataclass's `__init__` costs.
+several times slower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from typing import Any, TypeVar
 
 E = TypeVar("E", bound=StrEnum)
-D = TypeVar("D", bound="DataclassInstance")
 
 
 class Op(StrEnum):
@@ -74,22 +68,6 @@ def _by_symbol(enum: type[E]) -> dict[str, E]:
     return {member.value: member for member in enum}
 
 
-def _decoder(cls: type[D]) -> Callable[..., D]:
-    """`cls(*values)` with every field in order, for records being decoded. A frozen
-    dataclass's `__init__` sets each field through `object.__setattr__`, which made decoding
-    a PostingUpdate 20 % slower than decoding its dict (`python -m bench codec`); this sets
-    the slots directly, in half the time, and gives the same frozen instance (no
-    `__post_init__` runs). Its source is generated once per type, as `dataclasses` does."""
-    names = [f.name for f in fields(cls)]
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
-    namespace.update((f"set_{name}", getattr(cls, name).__set__) for name in names)
-    lines = [f"def decoded({', '.join(names)}):", "record = new(cls)"]
-    lines += [f"set_{name}(record, {name})" for name in names] + ["return record"]
-    exec("\n    ".join(lines), namespace)
-    decoded: Callable[..., D] = namespace["decoded"]
-    return decoded
-
-
 _OPS = _by_symbol(Op)
 _ACTIONS = _by_symbol(Action)
 _OUTCOMES = _by_symbol(Outcome)
@@ -110,10 +88,7 @@ class Posting:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Posting:
-        return _decoded_posting(record["title"], record["description"], record["notes"])
-
-
-_decoded_posting = _decoder(Posting)
+        return Posting(record["title"], record["description"], record["notes"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,20 +121,17 @@ class PostingUpdate:
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> PostingUpdate:
         posting = record["posting"]  # built here, not by Posting.from_avro: one call less per record
-        return _decoded_update(
+        return PostingUpdate(
             record["posting_id"],
             record["version"],
             _OPS[record["op"]],
             record["idempotency_key"],
             record["request_id"],
-            _decoded_posting(posting["title"], posting["description"], posting["notes"]),
+            Posting(posting["title"], posting["description"], posting["notes"]),
             record["last_update_time_millis"],
             record["accepted_at"],
             record["request_fingerprint"],
         )
-
-
-_decoded_update = _decoder(PostingUpdate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +162,7 @@ class Command:
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Command:
         posting = record["posting"]
-        return _decoded_command(
+        return Command(
             record["request_id"],
             record["posting_id"],
             _ACTIONS[record["action"]],
@@ -200,9 +172,6 @@ class Command:
             record["correlation_id"],
             record["request_fingerprint"],
         )
-
-
-_decoded_command = _decoder(Command)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +199,7 @@ class Reply:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Reply:
-        return _decoded_reply(
+        return Reply(
             record["request_id"],
             record["correlation_id"],
             record["posting_id"],
@@ -239,9 +208,6 @@ class Reply:
             record["deleted"],
             record["last_update_time_millis"],
         )
-
-
-_decoded_reply = _decoder(Reply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +241,7 @@ class DeliveryState:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> DeliveryState:
-        return _decoded_state(
+        return DeliveryState(
             _DESTINATIONS[record["destination"]],
             record["posting_id"],
             _STATUSES[record["status"]],
@@ -287,6 +253,3 @@ class DeliveryState:
             record["last_error"],
             record["updated_at"],
         )
-
-
-_decoded_state = _decoder(DeliveryState)

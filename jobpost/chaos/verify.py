@@ -45,8 +45,8 @@ def log_of(kafka: KafkaSettings) -> dict[str, list[Accepted]]:
     def take(message: Any) -> None:
         _, update = records.posting_update(message)
         if update is not None:
-            found.setdefault(update["posting_id"], []).append(
-                Accepted(update["version"], update["op"], update["request_id"])
+            found.setdefault(update.posting_id, []).append(
+                Accepted(update.version, update.op, update.request_id)
             )
 
     replay(kafka, Topics(kafka.topic_prefix).postings, range(kafka.partitions), take, timeout_s=300)
