@@ -92,7 +92,7 @@ class Sequencer:
                     f"no sequencer session came up for {self.settings.give_up_after_s:.0f} s"
                 )
             self._stop.wait(backoff)
-            backoff = min(backoff * 2, 10.0)
+            backoff = min(backoff * 2, 2.0)  # a broker's failover takes seconds: try again soon
 
 
 class _Session:

@@ -22,6 +22,9 @@ def run_indexer() -> None:
 
 
 def run_reindex() -> None:
-    report = reindex(IndexerSettings())
+    def progress(read: int, total: int) -> None:
+        print(f"read {read:,} of about {total:,} records", flush=True)
+
+    report = reindex(IndexerSettings(), progress)
     previous = ", ".join(report.previous) or "none"
     print(f"alias now points to {report.index} ({report.documents} documents); previous: {previous}")

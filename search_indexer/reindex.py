@@ -9,12 +9,15 @@ versions make every pass idempotent).
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Message
+from confluent_kafka import Consumer, Message, TopicPartition
 from elasticsearch import Elasticsearch
 
-from schemas import codec
+from schemas import records
+from schemas.kafka import KafkaSettings
 from schemas.model import PostingUpdate
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -32,18 +35,31 @@ class ReindexReport:
     documents: int
 
 
+Progress = Callable[[int, int], None]  # (records read, records in the log)
+PROGRESS_EVERY = 10_000
+
+
 class _BulkLoader:
-    def __init__(self, es: Elasticsearch, target: str) -> None:
+    def __init__(self, es: Elasticsearch, target: str, progress: Progress, total: int) -> None:
         self.es = es
         self.target = target
         self.pending: dict[str, PostingUpdate] = {}
         self.documents = 0
+        self.read = 0
+        self.progress = progress
+        self.total = total
 
     def take(self, message: Message) -> None:
-        value = message.value()
-        if value is None:
+        self.read += 1
+        if self.read % PROGRESS_EVERY == 0:
+            self.progress(self.read, self.total)
+        try:
+            _, update = records.posting_update(message)
+        except records.PoisonRecord as exc:
+            records.note_poison("reindex", message, exc.reason)
             return
-        update = codec.posting_updates().decode(value)
+        if update is None:
+            return
         current = self.pending.get(update.posting_id)
         if current is None or current.version < update.version:
             self.pending[update.posting_id] = update
@@ -65,17 +81,19 @@ class _BulkLoader:
         self.pending.clear()
 
 
-def reindex(settings: IndexerSettings) -> ReindexReport:
+def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: None) -> ReindexReport:
+    """Build a fresh index; `progress(read, total)` is told every 10,000 records read."""
     es = Elasticsearch(settings.elasticsearch_url, request_timeout=60)
     topic = Topics(settings.kafka.topic_prefix).postings
     index.ensure_index(es, settings.alias, settings.index_description, settings.replicas)
     target = index.new_index_name(settings.alias)
     es.indices.create(index=target)
-    loader = _BulkLoader(es, target)
     partitions = range(settings.kafka.partitions)
+    loader = _BulkLoader(es, target, progress, _records_in(settings.kafka, topic, partitions))
 
     ends = replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600)
     loader.flush()
+    progress(loader.read, loader.total)
     es.indices.refresh(index=target)
     previous = index.switch_alias(es, settings.alias, target)
     replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600, start=ends)
@@ -84,3 +102,14 @@ def reindex(settings: IndexerSettings) -> ReindexReport:
     log.info("alias %s now points to %s (%d documents); previous: %s", settings.alias, target,
              loader.documents, previous)  # fmt: skip
     return ReindexReport(target, previous, loader.documents)
+
+
+def _records_in(kafka: KafkaSettings, topic: str, partitions: range) -> int:
+    """How many records the partitions hold now (end minus start offsets; compaction and
+    transaction markers make it an upper bound)."""
+    consumer = Consumer(kafka.consumer_config(f"reindex-size-{uuid.uuid4().hex}"))
+    try:
+        bounds = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions]
+    finally:
+        consumer.close()
+    return sum(high - low for low, high in bounds)

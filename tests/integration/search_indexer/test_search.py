@@ -163,9 +163,15 @@ def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, 
     before = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
     old_index = next(iter(Elasticsearch(elasticsearch_url).indices.get_alias(name=alias)))
 
-    report = reindex(IndexerSettings(kafka=kafka, elasticsearch_url=elasticsearch_url, alias=alias))
+    told: list[tuple[int, int]] = []
+    report = reindex(
+        IndexerSettings(kafka=kafka, elasticsearch_url=elasticsearch_url, alias=alias),
+        lambda read, total: told.append((read, total)),
+    )
 
     assert report.previous == [old_index] and report.index != old_index
+    read, total = told[-1]
+    assert 7 <= read <= total  # 4 creates, 1 replace, 1 delete + its tombstone, of the log's records
     after = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
     assert after == before
 
