@@ -78,7 +78,8 @@ def kill_indexer(target: Target) -> str:
 
 
 def stop_search(target: Target) -> str:
-    server = stack.ElasticsearchServer(target.stack_settings)
+    # A loaded machine may take minutes to bring a node with many indices back.
+    server = stack.ElasticsearchServer(target.stack_settings.model_copy(update={"start_timeout_s": 600.0}))
     server.stop()
     time.sleep(target.outage_s)
     server.start()

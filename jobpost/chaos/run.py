@@ -188,7 +188,10 @@ def _drive(plan: Plan, load: Load, target: Target) -> list[FaultWindow]:
         for n, name in enumerate(plan.faults, start=1):
             time.sleep(max(0.0, began + n * step - time.monotonic()))
             window = FaultWindow(name, time.monotonic(), 0.0)
-            window.what = FAULTS[name](target)
+            try:
+                window.what = FAULTS[name](target)
+            except Exception as exc:  # noqa: BLE001 - a fault that could not be put right is reported, not fatal
+                window.what = f"FAILED: {exc}".splitlines()[0]
             window.ended = time.monotonic()
             windows.append(window)
             print(f"fault {name}: {window.what}", flush=True)
