@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from schemas.kafka import KafkaSettings
@@ -38,9 +40,15 @@ def elasticsearch_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def unique() -> str:
-    """A short name no other test uses, for topic prefixes, groups and indices."""
-    return f"t{uuid.uuid4().hex[:10]}"
+def unique(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A short name no other test uses, for topic prefixes, groups and indices. The test's
+    indices are deleted afterwards, so a long-lived search server does not fill up."""
+    name = f"t{uuid.uuid4().hex[:10]}"
+    yield name
+    if "elasticsearch_url" in request.fixturenames:
+        url = request.getfixturevalue("elasticsearch_url")
+        with contextlib.suppress(httpx.HTTPError):  # best effort: the test's verdict stands
+            httpx.delete(f"{url}/{name}-*", params={"allow_no_indices": "true"}, timeout=30)
 
 
 @pytest.fixture
