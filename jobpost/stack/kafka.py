@@ -114,11 +114,6 @@ class KafkaServer(Server):
         if s.brokers > 1:
             properties["default.replication.factor"] = str(replicas)
             properties["min.insync.replicas"] = str(isr)
-            # The controller declares a silent broker dead after this long and moves its
-            # leaders and coordinators (default 9 s, heartbeats every 2 s). On one machine's
-            # loopback 4 s is safe and takes 5 s off every failover (make chaos measures it).
-            properties["broker.session.timeout.ms"] = "4000"
-            properties["broker.heartbeat.interval.ms"] = "1000"
         return properties
 
     def formatted(self) -> bool:
