@@ -78,7 +78,11 @@ class Report:
                 if self.converged_after_s is not None
                 else "NOT within the timeout"
             ),
-            *(f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s)" for w in self.windows),
+            *(
+                f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
+                f"{self.longest_gap(w.started, w.ended + 30):.1f} s at most, until 30 s after it"
+                for w in self.windows
+            ),
         ]
 
     @property
@@ -88,6 +92,16 @@ class Report:
 
     def _in_fault(self, at: float) -> bool:
         return any(w.started <= at <= w.ended + 5 for w in self.windows)
+
+    def longest_gap(self, start: float, end: float) -> float:
+        """The longest time in [start, end] in which no write was acknowledged."""
+        done = sorted(
+            s.started + s.latency_s
+            for s in self.ledger.samples
+            if s.ok and start <= s.started + s.latency_s <= end
+        )
+        edges = [start, *done, end]
+        return max(b - a for a, b in itertools.pairwise(edges))
 
     def longest_outage(self) -> tuple[float, str]:
         done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)
