@@ -26,11 +26,11 @@ UPDATE = PostingUpdate(
 )
 
 
-def answer_with(status: int, body: bytes, content_type: str = "application/json", **headers: str):
-    async def call(kind: str):
-        async def handler(_request: web.Request) -> web.Response:
-            return web.Response(status=status, body=body, content_type=content_type, headers=headers)
+def call_board(kind: str, operation: str, handler) -> None:
+    """Let the adapter of `kind` run `operation` (upsert or close) against a local server
+    whose every answer `handler` makes."""
 
+    async def call() -> None:
         app = web.Application()
         app.router.add_post("/linkedin/rest/simpleJobPostings", handler)
         app.router.add_post("/indeed/graphql", handler)
@@ -41,13 +41,16 @@ def answer_with(status: int, body: bytes, content_type: str = "application/json"
                 if kind == "linkedin"
                 else IndeedAdapter(client, IndeedSettings(base_url=f"{base}/indeed"))
             )
-            await adapter.upsert(UPDATE)
+            await getattr(adapter, operation)(UPDATE)
 
-    return call
+    asyncio.run(call())
 
 
 def deliver(kind: str, status: int, body: bytes, content_type: str = "application/json", **headers: str):
-    asyncio.run(answer_with(status, body, content_type, **headers)(kind))
+    async def handler(_request: web.Request) -> web.Response:
+        return web.Response(status=status, body=body, content_type=content_type, headers=headers)
+
+    call_board(kind, "upsert", handler)
 
 
 @pytest.mark.parametrize("kind", ["linkedin", "indeed"])
@@ -101,20 +104,7 @@ def sent_by(kind: str, operation: str) -> tuple[dict, dict]:
         answer = {"elements": [{"status": 202}]} if kind == "linkedin" else {"data": {"jobsIngest": {}}}
         return web.json_response(answer)
 
-    async def call() -> None:
-        app = web.Application()
-        app.router.add_post("/linkedin/rest/simpleJobPostings", handler)
-        app.router.add_post("/indeed/graphql", handler)
-        async with TestServer(app, host="127.0.0.1") as server, aiohttp.ClientSession() as client:
-            base = str(server.make_url(""))
-            adapter = (
-                LinkedInAdapter(client, LinkedInSettings(base_url=f"{base}/linkedin"))
-                if kind == "linkedin"
-                else IndeedAdapter(client, IndeedSettings(base_url=f"{base}/indeed"))
-            )
-            await getattr(adapter, operation)(UPDATE)
-
-    asyncio.run(call())
+    call_board(kind, operation, handler)
     return seen[0]
 
 
