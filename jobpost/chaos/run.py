@@ -147,6 +147,8 @@ def run(plan: Plan) -> Report:
         settings = settings.model_copy(update={"dir": own})
     cluster = stack.kafka_for(settings)
     started_cluster = cluster.start()
+    search = stack.ElasticsearchServer(settings)
+    started_search = plan.elasticsearch_url is None and search.start()
     es_url = plan.elasticsearch_url or settings.elasticsearch_url
     prefix = f"chaos{uuid.uuid4().hex[:8]}"
     kafka = KafkaSettings(
@@ -187,6 +189,8 @@ def run(plan: Plan) -> Report:
         system.stop()
         if started_cluster:
             cluster.stop()
+        if started_search:
+            search.stop()
         if plan.stack_dir and plan.remove_stack_dir:
             shutil.rmtree(plan.stack_dir, ignore_errors=True)
 
