@@ -144,14 +144,26 @@ class _Session:
                     self._process(messages)
         finally:
             self.consumer.close()
-            self.producer.flush(5)
+            self._abort_open_transaction()
+
+    def _abort_open_transaction(self) -> None:
+        """A failed session may leave its transaction open, holding every read_committed
+        reader of its partitions back until it times out: end it now if Kafka lets us."""
+        try:
+            self.producer.abort_transaction(5)
+        except KafkaException as exc:  # none open, or the producer is fenced: nothing to end
+            log.debug("no transaction to abort: %s", exc)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # Wait until no transaction of a previous owner is pending on these partitions
-        # (read_committed makes this a stable-offset fetch), then rebuild their state:
-        # only now does the log hold everything those committed offsets stand for.
+        # First let every transaction a previous owner began on these partitions end
+        # (committed or aborted), then fetch the committed offsets (read_committed makes
+        # it a stable-offset fetch), then rebuild the state: only then does the log hold
+        # everything those offsets stand for. Without the first step a previous owner's
+        # transaction still open during the restore, committed just after it, made this
+        # member sequence its commands a second time (found by `make chaos`).
         numbers = [tp.partition for tp in partitions]
         self.sequencer.restoring |= set(numbers)
+        self._await_settled(consumer, numbers)
         consumer.committed(partitions, timeout=60)
         fresh = {n: PartitionState() for n in numbers}
 
@@ -168,6 +180,29 @@ class _Session:
         self.sequencer.assigned |= set(numbers)
         self.sequencer.restoring -= set(numbers)
         log.info("sequencer owns partitions %s", sorted(self.sequencer.assigned))
+
+    def _await_settled(self, consumer: Consumer, numbers: list[int]) -> None:
+        """Wait until no transaction is open on these partitions of `jobpost.postings`: the
+        last stable offset (what a read_committed reader may see) has reached the high
+        watermark. A dead owner's transaction ends at the latest after its timeout."""
+        probe = Consumer(self.settings.kafka.consumer_config(
+            f"{self.settings.group}-probe", **{"isolation.level": "read_uncommitted"}
+        ))  # fmt: skip
+        deadline = time.monotonic() + self.settings.transaction_timeout_ms / 1000 + 30
+        try:
+            while True:
+                open_ = [
+                    n
+                    for n in numbers
+                    if _end(consumer, self.topics.postings, n) < _end(probe, self.topics.postings, n)
+                ]
+                if not open_:
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"transactions stay open on postings partitions {open_}")
+                time.sleep(0.1)
+        finally:
+            probe.close()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -224,6 +259,13 @@ class _Session:
             value=codec.replies().encode(_reply(command, decision.result)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
+
+
+def _end(consumer: Consumer, topic: str, partition: int) -> int:
+    """The partition's end as this consumer may read it: the last stable offset for a
+    read_committed consumer, the high watermark for a read_uncommitted one."""
+    _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
+    return int(end)
 
 
 def _reply(command: Command, result: Result) -> Reply:

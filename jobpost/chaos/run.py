@@ -55,6 +55,7 @@ class Report:
     verdict: verify.Verdict
     windows: list[FaultWindow]
     converged_after_s: float | None
+    load_ended: float = float("inf")
 
     def lines(self) -> list[str]:
         ok = [s for s in self.ledger.samples if s.ok]
@@ -80,7 +81,8 @@ class Report:
             ),
             *(
                 f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
-                f"{self.longest_gap(w.started, w.ended + 30):.1f} s at most, until 30 s after it"
+                f"{self.longest_gap(w.started, min(w.ended + 30, self.load_ended)):.1f} s at most, "
+                "until 30 s after it (or the end of the load)"
                 for w in self.windows
             ),
         ]
@@ -178,13 +180,14 @@ def run(plan: Plan) -> Report:
         target = Target(settings, settings.kafka_bootstrap, f"{prefix}.postings", prefix, plan.outage_s)
         load = Load(apis, token, rate=plan.rate, postings=plan.postings)
         windows = _drive(plan, load, target)
+        load_ended = time.monotonic()
         last_fault_ended = max(w.ended for w in windows) if windows else time.monotonic()
         verdict = verify.check_log(load.ledger, log := verify.log_of(kafka))
         converged_after = _converge(
             verdict, log, sandbox, es_url, f"{prefix}-postings", plan, last_fault_ended
         )
         verdict.dead_letters = verify.count_dead_letters(kafka)
-        return Report(load.ledger, verdict, windows, converged_after)
+        return Report(load.ledger, verdict, windows, converged_after, load_ended)
     finally:
         system.stop()
         if started_cluster:
