@@ -18,7 +18,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from schemas import codec, records
-from schemas.kafka import KafkaSettings, is_record, poll_batch
+from schemas.kafka import KafkaSettings, end_offset, is_record, poll_batch
 from schemas.model import Command, Reply
 from schemas.topics import Topics
 
@@ -127,8 +127,4 @@ def _ends(consumer: Consumer, topic: str) -> list[TopicPartition]:
     """Every partition of the topic at its current end, resolved now (not lazily), so no
     reply written after this call can be skipped."""
     metadata = consumer.list_topics(topic, timeout=30).topics[topic]
-    ends = []
-    for number in metadata.partitions:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=30, cached=False)
-        ends.append(TopicPartition(topic, number, high))
-    return ends
+    return [TopicPartition(topic, n, end_offset(consumer, topic, n, timeout=30)) for n in metadata.partitions]

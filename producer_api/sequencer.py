@@ -26,7 +26,7 @@ from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState, Result
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
-from schemas.kafka import coordinates, is_record, poll_batch, record_lag
+from schemas.kafka import coordinates, end_offset, is_record, poll_batch, record_lag
 from schemas.model import Command, Reply
 from schemas.replay import replay
 from schemas.topics import Topics
@@ -194,7 +194,8 @@ class _Session:
                 open_ = [
                     n
                     for n in numbers
-                    if _end(consumer, self.topics.postings, n) < _end(probe, self.topics.postings, n)
+                    if end_offset(consumer, self.topics.postings, n)
+                    < end_offset(probe, self.topics.postings, n)
                 ]
                 if not open_:
                     return
@@ -259,13 +260,6 @@ class _Session:
             value=codec.replies().encode(_reply(command, decision.result)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
-
-
-def _end(consumer: Consumer, topic: str, partition: int) -> int:
-    """The partition's end as this consumer may read it: the last stable offset for a
-    read_committed consumer, the high watermark for a read_uncommitted one."""
-    _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
-    return int(end)
 
 
 def _reply(command: Command, result: Result) -> Reply:

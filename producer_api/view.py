@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from schemas import records
-from schemas.kafka import KafkaSettings, coordinates, poll_batch
+from schemas.kafka import KafkaSettings, coordinates, end_offset, poll_batch
 from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
@@ -86,9 +86,7 @@ class LogView:
 
     def _end_offset(self, partition: int) -> int:
         assert self._probe is not None
-        tp = TopicPartition(self.topic, partition)
-        _, high = self._probe.get_watermark_offsets(tp, timeout=5, cached=False)
-        return int(high)
+        return end_offset(self._probe, self.topic, partition, timeout=5)
 
     def _follow(self) -> None:
         while not self._stop.is_set():

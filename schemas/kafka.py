@@ -81,6 +81,13 @@ def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Me
     )
 
 
+def end_offset(consumer: Consumer, topic: str, partition: int, timeout: float = 10.0) -> int:
+    """Where the partition ends for this consumer, asked of the broker now (not cached): the
+    last stable offset for a read_committed consumer, the high watermark otherwise."""
+    _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout, cached=False)
+    return int(end)
+
+
 def is_record(message: Message) -> bool:
     """True for a record; False for an event to pass over (end of a partition, an error the
     client recovers from by itself); raises KafkaException for an error that must end the
