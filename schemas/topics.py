@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from schemas.kafka import KafkaSettings
@@ -100,8 +102,9 @@ def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
                     raise
-                # Created by a concurrent caller meanwhile: it must still be right.
-                again = admin.list_topics(topic=name, timeout=timeout).topics
+                # Created by a concurrent caller a moment ago: it must still be right, once
+                # the broker knows it (until then it answers "unknown topic").
+                again = _settled_metadata(admin, name, timeout)
                 _check_existing(admin, [s for s in missing if s.name == name], again)
     return [s.name for s in missing]
 
@@ -117,8 +120,33 @@ def _check_existing(admin: AdminClient, specs: list[TopicSpec], existing: dict) 
         resources = [ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs]
         for resource, future in admin.describe_configs(resources).items():
             spec = by_name[resource.name]
-            policy = future.result()["cleanup.policy"].value
+            policy = _cleanup_policy(admin, resource, future)
             if policy != spec.cleanup_policy:
                 problems.append(f"{spec.name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
     if problems:
         raise TopicMismatchError("; ".join(problems))
+
+
+def _settled_metadata(admin: AdminClient, name: str, timeout: float) -> dict:  # type: ignore[type-arg]
+    """The topic's metadata once the broker lists its partitions (a topic just created by
+    someone else may not be listed yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        topics = admin.list_topics(topic=name, timeout=timeout).topics
+        if (topics[name].error is None and topics[name].partitions) or time.monotonic() > deadline:
+            return topics
+        time.sleep(0.2)
+
+
+def _cleanup_policy(admin: AdminClient, resource: ConfigResource, future: Any, wait_s: float = 15.0) -> str:
+    """The topic's cleanup.policy, asked again while the broker still calls a topic created a
+    moment ago unknown."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return str(future.result()["cleanup.policy"].value)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+        future = admin.describe_configs([resource])[resource]
