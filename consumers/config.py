@@ -10,6 +10,7 @@ from consumers.boards.linkedin import LinkedInSettings
 from consumers.retry import RetrySettings
 from schemas.kafka import KafkaSettings
 from schemas.model import Destination
+from schemas.stores import StateSettings
 
 BOARDS = (Destination.LINKEDIN, Destination.INDEED)
 
@@ -21,6 +22,7 @@ class ConsumerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_CONSUMER_", env_nested_delimiter="__")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     destination: Destination = Field(default=Destination.LINKEDIN, description="linkedin or indeed")
     group_id: str | None = Field(default=None, description="default: <topic prefix>-<destination>")
     max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")

@@ -44,6 +44,9 @@ class RunSettings(BaseSettings):
     sandbox_port: int = Field(default=8090, validation_alias="JOBPOST_SANDBOX_PORT")
     metrics_port_base: int = Field(default=9101, validation_alias="JOBPOST_METRICS_PORT_BASE")
     api_tokens: SecretStr | None = Field(default=None, validation_alias="JOBPOST_API_TOKENS")
+    # Each component keeps its local stores in a folder of its own under this one, so a
+    # restarted component finds its state again.
+    state_dir: Path = Field(default=Path(".state"), validation_alias="JOBPOST_STATE_DIR")
 
     def token(self) -> str:
         """The tokens given, or a fresh one for this run."""
@@ -145,6 +148,8 @@ def components(settings: RunSettings) -> list[Component]:
         )
         for r, port in ((r, metrics + 3 * (r - 1) + offset) for r in range(1, n + 1))
     ]
+    for component in (*apis, *workers):
+        component.env["JOBPOST_STATE_DIR"] = str(settings.state_dir / component.name)
     sandbox = Component(
         "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
     )

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.kafka import KafkaSettings
+from schemas.stores import StateSettings
 
 
 class SequencerSettings(BaseSettings):
@@ -16,6 +17,7 @@ class SequencerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_SEQUENCER_")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
     instance_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     max_batch: int = Field(default=500, ge=1, description="commands per transaction at most")
@@ -47,6 +49,7 @@ class ApiSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_API_")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     host: str = "127.0.0.1"
     port: int = 8000
     tokens: SecretStr = Field(default=SecretStr(""), description="accepted bearer tokens, comma-separated")

@@ -27,6 +27,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Local stores (schemas.stores) of every component a test starts, in-process or as a
+    process, go under a folder of this session, never the project's `.state`."""
+    path = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOBPOST_STATE_DIR", str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
     with servers.kafka_bootstrap() as bootstrap:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jobpost.supervisor import RunSettings, components
@@ -9,7 +11,7 @@ from jobpost.supervisor import RunSettings, components
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("API_PORT", "SANDBOX_PORT", "METRICS_PORT_BASE", "RUN_REPLICAS"):
+    for name in ("API_PORT", "SANDBOX_PORT", "METRICS_PORT_BASE", "RUN_REPLICAS", "STATE_DIR"):
         monkeypatch.delenv(f"JOBPOST_{name}", raising=False)
 
 
@@ -17,6 +19,8 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
     settings = RunSettings(replicas=2, api_port=8000, sandbox_port=8090, metrics_port_base=9101)
 
     listed = [(c.name, c.argv[3:], c.address, c.env) for c in components(settings)]
+    for name, _, _, env in listed[1:]:  # every component but the sandbox has a state folder
+        assert env.pop("JOBPOST_STATE_DIR") == str(Path(".state") / name)
 
     metrics = "JOBPOST_CONSUMER_METRICS_PORT"
     assert listed == [
@@ -43,11 +47,11 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
 
 
 def test_one_replica_keeps_todays_names_and_ports() -> None:
-    listed = {c.name: c for c in components(RunSettings())}
+    listed = {c.name: c for c in components(RunSettings(state_dir=Path("/var/lib/jobpost")))}
 
     assert list(listed) == ["sandbox", "api", "linkedin", "indeed", "indexer"]
-    assert listed["api"].env == {"JOBPOST_API_PORT": "8000"}
-    assert listed["indexer"].env == {"JOBPOST_INDEXER_METRICS_PORT": "9103"}
+    assert listed["api"].env == {"JOBPOST_API_PORT": "8000", "JOBPOST_STATE_DIR": "/var/lib/jobpost/api"}
+    assert listed["indexer"].env["JOBPOST_INDEXER_METRICS_PORT"] == "9103"
 
 
 def test_no_two_components_share_a_port() -> None:
@@ -59,3 +63,11 @@ def test_no_two_components_share_a_port() -> None:
             if port.isdigit()
         ]
         assert len(ports) == len(set(ports)) == 1 + 4 * replicas
+
+
+def test_no_two_components_share_a_state_folder() -> None:
+    """Two processes cannot open one RocksDB; a restarted process finds its own again."""
+    for replicas in (1, 3):
+        folders = [c.env["JOBPOST_STATE_DIR"] for c in components(RunSettings(replicas=replicas))[1:]]
+        assert len(folders) == len(set(folders)) == 4 * replicas
+        assert folders == [c.env["JOBPOST_STATE_DIR"] for c in components(RunSettings(replicas=replicas))[1:]]
