@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from schemas.model import Command, DeliveryState, PostingUpdate, Reply
+from schemas.model import Command, DeliveryState, PostingUpdate, Reply, SequencerState
 
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = b"\xc3\x01"
@@ -166,3 +166,8 @@ def replies() -> RecordCodec[Reply]:
 @cache
 def delivery_states() -> RecordCodec[DeliveryState]:
     return RecordCodec(AvroCodec.for_record("delivery_state"), DeliveryState.from_avro)
+
+
+@cache
+def sequencer_states() -> RecordCodec[SequencerState]:
+    return RecordCodec(AvroCodec.for_record("sequencer_state"), SequencerState.from_avro)

@@ -53,6 +53,11 @@ class Topics:
     def deliveries(self) -> str:
         return f"{self.prefix}.deliveries"
 
+    @property
+    def sequencer_state(self) -> str:
+        """The sequencer's changelog: each posting's small state, co-partitioned with postings."""
+        return f"{self.prefix}.sequencer-state"
+
     def dlq(self, group: str) -> str:
         return f"{self.prefix}.{group}.dlq"
 
@@ -70,6 +75,7 @@ class Topics:
             TopicSpec(self.commands, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
             TopicSpec(self.replies, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(3600 * 1000)}),
             TopicSpec(self.deliveries, n, compacted),
+            TopicSpec(self.sequencer_state, n, compacted),
             *(
                 TopicSpec(
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
