@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,10 +74,14 @@ class Process:
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.name = name
         self.log_path = LOG_DIR / f"{name}-{os.getpid()}-{time.time_ns()}.log"
+        # Local stores: a folder of its own under the caller's state folder, unless given one
+        # (a restart that should find its state again is given the same folder).
+        root = Path(os.environ.get("JOBPOST_STATE_DIR") or tempfile.gettempdir())
+        self.state_dir = Path(env.get("JOBPOST_STATE_DIR") or root / f"{name}-{time.time_ns()}")
         with self.log_path.open("wb") as log:
             self.popen = subprocess.Popen(
                 [sys.executable, "-m", "jobpost.cli", *command],
-                env={**os.environ, **env},
+                env={**os.environ, **env, "JOBPOST_STATE_DIR": str(self.state_dir)},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

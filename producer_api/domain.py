@@ -1,22 +1,26 @@
 """The posting aggregate and the sequencer's decision for one command. Pure: no Kafka here.
 
-A `PartitionState` holds every posting of one partition of `jobpost.postings`. It is fed
-the log (`apply`) to restore, and `decide` turns a command into the records to write and
-the reply to send, updating itself as if those records were written.
+A `PartitionState` is what the sequencer knows of the postings of one partition: for each,
+its version, whether it is deleted, where its newest version lies in `jobpost.postings`, and
+the idempotency keys accepted within the window — never its text. It looks postings up
+with `load` (the sequencer's local store, restored from `jobpost.sequencer-state`) and
+keeps what the current transaction decided in `pending`, which the sequencer writes to the
+changelog in the same transaction and to its local store once it committed (`take`), or
+throws away if it did not (`discard`).
 
 Idempotency keys follow the IETF `Idempotency-Key` draft: a key belongs to one posting;
 within the window (24 hours) a repeat of the same request (same method, same body) is
 answered with the original result and writes nothing, and the same key with another
-request is refused (`KEY_REUSED`). The state keeps, per key, only what a replay needs:
-the method, a fingerprint of the request and the result — never posting text.
+request is refused (`KEY_REUSED`). Per key the state keeps only what a replay needs: the
+method, a fingerprint of the request and the result.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
+from schemas.model import Action, Command, KeyUse, Op, Outcome, Posting, PostingUpdate, SequencerState
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 _OP_OF = {Action.CREATE: Op.CREATED, Action.REPLACE: Op.UPDATED, Action.DELETE: Op.DELETED}
@@ -33,29 +37,44 @@ class Result:
     last_update_time_millis: int | None = None
 
 
-@dataclass(frozen=True)
-class KeyUse:
-    """One accepted request made with an Idempotency-Key: enough to recognise and replay it."""
-
-    action: Action
-    fingerprint: str
-    result: Result
-
-    def matches(self, action: Action, fingerprint: str) -> bool:
-        # Records written before fingerprints existed carry none: the action must still match.
-        return self.action == action and (not self.fingerprint or self.fingerprint == fingerprint)
-
-
 @dataclass
 class PostingState:
-    version: int
+    version: int  # -1: only a tombstone is known
     deleted: bool
-    posting: Posting | None
     last_update_time_millis: int | None
-    keys: dict[str, KeyUse] = field(default_factory=dict)
+    offset: int = -1  # of the newest version in jobpost.postings; -1 until known
+    keys: dict[str, KeyUse] = field(default_factory=dict)  # in the order they were accepted
+    posting: Posting | None = None  # the text, only while its version is being written
 
     def as_result(self) -> Result:
         return Result(Outcome.ACCEPTED, self.version, self.deleted, self.last_update_time_millis)
+
+    def use(self, key: str, action: Action, fingerprint: str) -> None:
+        self.keys.pop(key, None)  # a key used again moves to the end: the order stays by time
+        at = self.last_update_time_millis or 0
+        self.keys[key] = KeyUse(key, action, fingerprint, self.version, self.deleted, at)
+
+    def forget_keys_before(self, cutoff_millis: int) -> None:
+        while self.keys:
+            key, use = next(iter(self.keys.items()))
+            if use.last_update_time_millis >= cutoff_millis:
+                return
+            del self.keys[key]
+
+    def record(self, posting_id: str) -> SequencerState:
+        return SequencerState(
+            posting_id,
+            self.version,
+            self.deleted,
+            self.last_update_time_millis,
+            self.offset,
+            tuple(self.keys.values()),
+        )
+
+    @classmethod
+    def of(cls, record: SequencerState) -> PostingState:
+        keys = {use.key: use for use in record.keys}
+        return cls(record.version, record.deleted, record.last_update_time_millis, record.offset, keys)
 
 
 @dataclass
@@ -66,43 +85,79 @@ class Decision:
     result: Result
 
 
-class PartitionState:
-    def __init__(self, window_ms: int = IDEMPOTENCY_WINDOW_MS) -> None:
-        self.postings: dict[str, PostingState] = {}
-        self.window_ms = window_ms
-        self._key_times: deque[tuple[int, str, str]] = deque()  # (accepted at, posting, key)
+def _unknown(_posting_id: str) -> SequencerState | None:
+    return None
 
-    def apply(self, posting_id: str, update: PostingUpdate | None) -> None:
-        """Fold one record of the log into the state (None: a tombstone)."""
-        current = self.postings.get(posting_id)
+
+def _no_text(posting_id: str, offset: int) -> Posting:
+    raise LookupError(f"no reader of jobpost.postings to fetch {posting_id!r} at offset {offset}")
+
+
+class PartitionState:
+    def __init__(
+        self,
+        load: Callable[[str], SequencerState | None] = _unknown,
+        text_at: Callable[[str, int], Posting] = _no_text,
+        window_ms: int = IDEMPOTENCY_WINDOW_MS,
+    ) -> None:
+        self.load = load
+        self.text_at = text_at  # (posting id, offset in jobpost.postings) -> the text there
+        self.window_ms = window_ms
+        self.pending: dict[str, PostingState] = {}  # looked up or decided in this transaction
+        self.changed: set[str] = set()  # of those, the ones whose state changed
+
+    def get(self, posting_id: str) -> PostingState | None:
+        state = self.pending.get(posting_id)
+        if state is None:
+            record = self.load(posting_id)
+            if record is not None:
+                state = self.pending[posting_id] = PostingState.of(record)
+        return state
+
+    def take(self) -> dict[str, PostingState]:
+        """The states changed since the last take (their transaction is being committed);
+        what is looked up next comes from `load` again."""
+        taken = {posting_id: self.pending[posting_id] for posting_id in self.changed}
+        self.pending, self.changed = {}, set()
+        return taken
+
+    def discard(self) -> None:
+        """Forget what the current transaction decided: it was not committed."""
+        self.pending, self.changed = {}, set()
+
+    def apply(self, posting_id: str, update: PostingUpdate | None, offset: int = -1) -> None:
+        """Fold one record of `jobpost.postings` in (None: a tombstone), as when deriving the
+        state from the log."""
+        state = self.get(posting_id)
+        self.changed.add(posting_id)
         if update is None:
-            if current is None:
+            if state is None:
                 # Compaction kept only the tombstone: deleted, version forgotten.
-                self.postings[posting_id] = PostingState(-1, True, None, None)
+                self.pending[posting_id] = PostingState(-1, True, None)
             else:
-                current.deleted = True
-                current.posting = None
+                state.deleted, state.posting = True, None
             return
         deleted = update.op == Op.DELETED
-        state = current or PostingState(update.version, deleted, None, None)
-        state.version = update.version
-        state.deleted = deleted
-        state.posting = None if deleted else update.posting
+        if state is None:
+            state = self.pending[posting_id] = PostingState(update.version, deleted, None)
+        state.version, state.deleted = update.version, deleted
         state.last_update_time_millis = update.last_update_time_millis
-        self.postings[posting_id] = state
-        use = KeyUse(_ACTION_OF[update.op], update.request_fingerprint, state.as_result())
-        state.keys[update.request_id] = use
-        self._key_times.append((update.last_update_time_millis, posting_id, update.request_id))
+        state.offset = offset
+        state.posting = None if deleted else update.posting
+        state.use(update.request_id, _ACTION_OF[update.op], update.request_fingerprint)
 
     def decide(self, command: Command, now_millis: int) -> Decision:
-        self.forget_keys_before(now_millis - self.window_ms)
         action = command.action
-        state = self.postings.get(command.posting_id)
-        used = state.keys.get(command.request_id) if state is not None else None
-        if used is not None:
-            if used.matches(action, command.request_fingerprint):
-                return Decision([], used.result)  # a retry: the original answer, nothing written
-            return Decision([], Result(Outcome.KEY_REUSED))
+        state = self.get(command.posting_id)
+        if state is not None:
+            state.forget_keys_before(now_millis - self.window_ms)
+            used = state.keys.get(command.request_id)
+            if used is not None:
+                if used.matches(action, command.request_fingerprint):  # a retry: the original answer
+                    return Decision(
+                        [], Result(Outcome.ACCEPTED, used.version, used.deleted, used.last_update_time_millis)
+                    )
+                return Decision([], Result(Outcome.KEY_REUSED))
 
         if action == Action.CREATE:
             if state is not None:
@@ -118,20 +173,12 @@ class PartitionState:
             return Decision([], _refusal(Outcome.VERSION_MISMATCH, state))
         if action == Action.REPLACE:
             return self._accept(command, state.version + 1, command.posting, now_millis)
-        # A posting that is not deleted keeps its text: the DELETED version carries it, so
-        # the boards close what they had.
-        decision = self._accept(command, state.version + 1, state.posting, now_millis)
+        # The DELETED version carries the posting's text, so the boards close what they had:
+        # the state holds no text, so it is read from the posting's newest record.
+        text = state.posting if state.posting is not None else self.text_at(command.posting_id, state.offset)
+        decision = self._accept(command, state.version + 1, text, now_millis)
         decision.updates.append(None)  # the tombstone, so compaction can forget the posting
         return decision
-
-    def forget_keys_before(self, cutoff_millis: int) -> None:
-        """Drop idempotency keys accepted before the cutoff (the window has passed)."""
-        while self._key_times and self._key_times[0][0] < cutoff_millis:
-            accepted_at, posting_id, key = self._key_times.popleft()
-            state = self.postings.get(posting_id)
-            use = state.keys.get(key) if state is not None else None
-            if use is not None and use.result.last_update_time_millis == accepted_at:  # not a later use
-                del state.keys[key]  # type: ignore[union-attr]
 
     def _accept(self, command: Command, version: int, posting: Posting | None, now_millis: int) -> Decision:
         if posting is None:  # records.command refuses such a command; a state never holds one
@@ -148,8 +195,9 @@ class PartitionState:
             accepted_at=command.received_at,
             request_fingerprint=command.request_fingerprint,
         )
-        self.apply(posting_id, update)
-        return Decision([update], self.postings[posting_id].as_result())
+        self.apply(posting_id, update)  # its offset is known once Kafka acknowledged it
+        state = self.pending[posting_id]
+        return Decision([update], state.as_result())
 
 
 def _refusal(outcome: Outcome, state: PostingState) -> Result:

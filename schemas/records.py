@@ -17,7 +17,7 @@ from prometheus_client import Counter
 
 from schemas import codec
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
-from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply
+from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply, SequencerState
 
 log = logging.getLogger(__name__)
 
@@ -105,3 +105,15 @@ def delivery_state(message: Message) -> tuple[Destination, str, DeliveryState | 
     if (state.destination, state.posting_id) != (destination, posting_id):
         raise PoisonRecord("the key does not match the delivery state's destination and posting")
     return destination, posting_id, state
+
+
+def sequencer_state(message: Message) -> tuple[str, SequencerState | None]:
+    """(posting id, the SequencerState) of a `jobpost.sequencer-state` record; None for a
+    tombstone."""
+    posting_id = text_key(message)
+    if message.value() is None:
+        return posting_id, None
+    state = _decode(message.value(), codec.sequencer_states())
+    if state.posting_id != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {state.posting_id!r}")
+    return posting_id, state

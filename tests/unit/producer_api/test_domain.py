@@ -72,7 +72,7 @@ def test_a_key_reused_for_another_body_or_method_is_refused_and_writes_nothing()
 
     assert (other_body.result.outcome, other_body.updates) == (Outcome.KEY_REUSED, [])
     assert (other_method.result.outcome, other_method.updates) == (Outcome.KEY_REUSED, [])
-    assert state.postings["p1"].version == 1
+    assert state.get("p1").version == 1
 
 
 def test_one_key_on_two_postings_is_two_requests():
@@ -95,7 +95,7 @@ def test_a_busy_posting_remembers_every_key_for_24_hours_and_then_forgets():
 
     later = IDEMPOTENCY_WINDOW_MS + 500
     state.decide(command("REPLACE", "fresh", title="x"), later)
-    assert "r1" not in state.postings["p1"].keys and "r999" in state.postings["p1"].keys
+    assert "r1" not in state.get("p1").keys and "r999" in state.get("p1").keys
     assert state.decide(command("REPLACE", "r1", title="again"), later).result.version == 1002
 
 
@@ -111,10 +111,12 @@ def test_state_keeps_no_text_of_old_versions_and_none_of_a_deleted_posting():
     state = PartitionState()
     state.decide(command("CREATE", "c", title="First"), 1)
     state.decide(command("REPLACE", "r", title="Second"), 2)
-    assert state.postings["p1"].posting.title == "Second"
-    assert all(not hasattr(use.result, "posting") for use in state.postings["p1"].keys.values())
+    assert state.get("p1").posting.title == "Second"
+    assert all(not hasattr(use, "posting") for use in state.get("p1").keys.values())
     state.decide(command("DELETE", "d"), 3)
-    assert state.postings["p1"].posting is None
+    assert state.get("p1").posting is None
+    taken = state.take()  # committed: what goes to the changelog and the local store
+    assert taken["p1"].record("p1").version == 2 and not hasattr(taken["p1"].record("p1"), "posting")
 
 
 def test_refusals_write_nothing():
@@ -152,7 +154,7 @@ def test_restoring_from_the_log_gives_the_same_state():
     for posting_id, update in records:
         restored.apply(posting_id, update)
 
-    assert restored.postings == live.postings
+    assert restored.pending == live.pending
     assert restored.decide(command("REPLACE", "b"), 7).result.version == 1  # retry known after restore
     assert restored.decide(command("REPLACE", "b", title="other"), 7).result.outcome == Outcome.KEY_REUSED
 
@@ -167,10 +169,51 @@ def test_a_command_without_the_posting_it_needs_writes_nothing_and_is_refused():
     state = PartitionState()
     with pytest.raises(ValueError, match="without a posting"):
         state.decide(dataclasses.replace(command("CREATE", "c"), posting=None), 1)
-    assert state.postings == {}
+    assert state.pending == {}
 
 
 def _update(posting_id, version, op, request_id, at) -> PostingUpdate:
     return PostingUpdate(
         posting_id, version, Op(op), f"{posting_id}:{version}", request_id, SNAPSHOT, at, at, "f"
     )
+
+
+def _store_of(*states: PartitionState) -> dict:
+    """The committed records of each posting, as the local store / changelog hold them."""
+    return {pid: s.record(pid) for state in states for pid, s in state.take().items()}
+
+
+def test_a_state_loaded_from_the_changelog_continues_where_it_was():
+    live = PartitionState()
+    live.decide(command("CREATE", "c"), 1)
+    first = live.decide(command("REPLACE", "k", title="A"), 2)
+    store = _store_of(live)
+    store["p1"] = dataclasses.replace(store["p1"], offset=41)  # where Kafka put version 1
+    texts = {("p1", 41): dataclasses.replace(SNAPSHOT, title="A")}
+    loaded = PartitionState(store.get, lambda posting_id, offset: texts[posting_id, offset])
+
+    assert loaded.decide(command("REPLACE", "k", title="A"), 3).result == first.result  # a retry
+    assert loaded.decide(command("REPLACE", "k", title="B"), 3).result.outcome == Outcome.KEY_REUSED
+    deleted = loaded.decide(command("DELETE", "d"), 4)
+    assert [(u.version, u.op, u.posting.title) for u in deleted.updates if u] == [(2, Op.DELETED, "A")]
+
+
+def test_what_a_failed_transaction_decided_leaves_no_trace():
+    live = PartitionState()
+    live.decide(command("CREATE", "c"), 1)
+    store = _store_of(live)
+    state = PartitionState(store.get)
+
+    state.decide(command("REPLACE", "lost", title="never committed"), 2)
+    state.discard()
+
+    again = state.decide(command("REPLACE", "lost", title="never committed"), 3)
+    assert (again.result.version, len(again.updates)) == (1, 1)  # decided anew, not "a retry"
+
+
+def test_keys_past_the_window_are_not_carried_into_the_changelog():
+    state = PartitionState()
+    state.decide(command("CREATE", "old"), 0)
+    state.decide(command("REPLACE", "new", title="x"), IDEMPOTENCY_WINDOW_MS + 1)
+    (record,) = _store_of(state).values()
+    assert [use.key for use in record.keys] == ["new"]
