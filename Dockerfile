@@ -7,7 +7,11 @@ COPY schemas schemas
 COPY producer_api producer_api
 COPY consumers consumers
 COPY search_indexer search_indexer
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . \
+ && mkdir -p /var/lib/jobpost && chown nobody /var/lib/jobpost
+# Local stores (JOBPOST_STATE_DIR); compose mounts a volume here per service, which
+# Docker creates owned by nobody, as this folder is.
+ENV JOBPOST_STATE_DIR=/var/lib/jobpost
 USER nobody
 ENTRYPOINT ["jobpost"]
 CMD ["--help"]
