@@ -105,6 +105,9 @@ class KafkaServer(Server):
             "share.coordinator.state.topic.replication.factor": str(replicas),
             "share.coordinator.state.topic.min.isr": str(isr),
             "group.initial.rebalance.delay.ms": "0",
+            # A crashed sequencer member's open transaction holds its successor back until
+            # the broker aborts it: at most this long after its timeout (default 10 s).
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
             "auto.create.topics.enable": "false",
             # Local disks may be small: keep the broker's own segments modest.
             "log.segment.bytes": str(64 * 1024 * 1024),
