@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -53,10 +54,12 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         commands.start()
         view.start()
         deliveries.start()
-        sequencer = None
+        sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
-            threading.Thread(target=_run_or_exit, args=(sequencer,), name="sequencer", daemon=True).start()
+            sequencing = threading.Thread(target=_run_or_exit, args=(sequencer,), name="sequencer")
+            sequencing.daemon = True
+            sequencing.start()
         app.state.settings = settings
         app.state.tokens = settings.token_set()
         search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
@@ -65,8 +68,11 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         try:
             yield
         finally:
-            if sequencer:
+            if sequencer and sequencing:
+                # Let the member leave the group (and close its stores): its partitions
+                # move at once instead of after the session timeout.
                 sequencer.stop()
+                await asyncio.to_thread(sequencing.join, 15)
             view.close()
             deliveries.close()
             commands.close()
