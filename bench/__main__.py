@@ -1,14 +1,22 @@
 """`python -m bench [write] [delivery] [search] [codec]`: run benchmarks, print numbers. All but
-`codec` use the local servers."""
+`codec` use the local servers. `python -m bench scale [--postings N]` (not in the default
+list: it takes long) measures restarts, takeovers, memory and disk with N postings."""
 
-import sys
+import argparse
 
-from bench import codec, delivery, search, write_path
+from bench import codec, delivery, scale, search, write_path
 
 BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main, "codec": codec.main}
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or list(BENCHMARKS)
-    for name in names:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)} or scale")
+    parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
+    args = parser.parse_args()
+    runs = {**BENCHMARKS, "scale": lambda: scale.main(args.postings)}
+    for name in args.names or list(BENCHMARKS):
+        if name not in runs:
+            parser.error(f"unknown benchmark {name!r}")
+    for name in args.names or list(BENCHMARKS):
         print(f"== {name}")
-        BENCHMARKS[name]()
+        runs[name]()

@@ -49,8 +49,10 @@ async def closed_loop(
 
 async def open_loop(api: ApiProcess, posting_ids: list[str], rate: float, seconds: float) -> list[float]:
     latencies: list[float] = []
+    # Idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one the
+    # server is closing at that moment fails the request (httpx.ReadError).
     async with httpx.AsyncClient(
-        timeout=30, headers=api.headers, limits=httpx.Limits(max_connections=64)
+        timeout=30, headers=api.headers, limits=httpx.Limits(max_connections=64, keepalive_expiry=2.0)
     ) as http:
 
         async def one(posting_id: str) -> None:

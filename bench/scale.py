@@ -1,0 +1,380 @@
+"""State that scales: restarts, takeovers, memory and disk with N postings in the log.
+
+`python -m bench scale [--postings N]` (default 1,000,000) seeds N postings straight to the
+log (bench/seed.py), then measures, one run each: an API replica's first start with no
+local state and its restart with its state on disk; a sequencer failover (kill -9 of the
+member owning partition 0 of commands); a LinkedIn consumer's start and restart with N
+delivery states; the API's RSS and local state on disk; write throughput and latency at N
+against a system of 1,000 postings. Prints a table and writes bench/results/scale-<date>.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from bench.common import local_kafka, percentiles
+from bench.seed import Seeded, seed
+from bench.write_path import BODY, TOKEN, closed_loop, open_loop
+from jobpost import stack
+from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+from schemas.kafka import KafkaSettings
+
+RESULTS = Path(__file__).with_name("results")
+LOAD_SECONDS = 20.0
+# Long enough for today's restore from the whole log at a million postings; a figure not
+# reached in time is reported as such, not waited for forever.
+DEADLINE_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    measure: str
+    value: float | None  # None: not reached within the deadline
+    unit: str
+    target: str = "—"
+    note: str = ""
+
+    def shown(self) -> str:
+        if self.value is None:
+            return f"not within {DEADLINE_S:.0f} s"
+        amount = f"{self.value:,.0f}" if self.value >= 100 else f"{self.value:.1f}"
+        return f"{amount} {self.unit}" + (f" ({self.note})" if self.note else "")
+
+
+class Stopwatch:
+    """Seconds from a start, on the monotonic clock."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+def start_api(kafka: KafkaSettings, state_dir: Path) -> ApiProcess:
+    return ApiProcess(kafka, TOKEN, stack.StackSettings().elasticsearch_url, JOBPOST_STATE_DIR=str(state_dir))
+
+
+def _alive(process: Process) -> None:
+    if process.popen.poll() is not None:
+        raise AssertionError(f"{process.name} exited:\n{process.log_tail()}")
+
+
+async def _until_ready(api: ApiProcess, clock: Stopwatch) -> float | None:
+    async with httpx.AsyncClient(timeout=5) as http:
+        while clock.elapsed() < DEADLINE_S:
+            _alive(api)
+            try:
+                if (await http.get(f"{api.url}/readyz")).status_code == 200:
+                    return clock.elapsed()
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    return None
+
+
+async def _until_written(api: ApiProcess, posting_id: str, clock: Stopwatch) -> tuple[float | None, int]:
+    """Retry one update (same Idempotency-Key, as a client would) until it is accepted:
+    (seconds, the version it made)."""
+    headers = {**api.headers, "Idempotency-Key": uuid.uuid4().hex}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
+        while clock.elapsed() < DEADLINE_S:
+            _alive(api)
+            try:
+                response = await http.put(f"{api.url}/postings/{posting_id}", json=BODY)
+            except httpx.HTTPError:
+                await asyncio.sleep(0.1)
+                continue
+            if response.status_code == 200:
+                return clock.elapsed(), int(response.json()["version"])
+            if response.status_code < 500:
+                raise AssertionError(f"update refused: {response.status_code} {response.text}")
+            await asyncio.sleep(0.05)
+    return None, -1
+
+
+async def _ready_and_written(
+    api: ApiProcess, posting_id: str, clock: Stopwatch
+) -> tuple[float | None, float | None]:
+    ready, (written, _) = await asyncio.gather(
+        _until_ready(api, clock), _until_written(api, posting_id, clock)
+    )
+    return ready, written
+
+
+def rss_mib(process: Process) -> float:
+    """Resident memory of the process and its children (its own process group)."""
+    total_kib = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(proc.name)) != process.popen.pid:
+                continue
+            status = (proc / "status").read_text()
+        except (OSError, ProcessLookupError):
+            continue
+        total_kib += next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
+    return total_kib / 1024
+
+
+def disk_mib(folder: Path) -> float:
+    """What `du` counts: allocated blocks."""
+    total = sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    return total / 2**20
+
+
+def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures: list[Figure]) -> ApiProcess:
+    """First start with no local state, then a restart with it; returns the replica, running."""
+    posting_id = random.choice(seeded.posting_ids)
+    clock = Stopwatch()
+    api = start_api(kafka, state_dir)
+    try:
+        ready, written = asyncio.run(_ready_and_written(api, posting_id, clock))
+        figures.extend(
+            [
+                Figure("API first start, no local state: write accepted", written, "s", "≤ 60 s"),
+                Figure("API first start, no local state: /readyz 200 (every posting readable)", ready, "s"),
+                Figure("API RSS after its first start (ready)", rss_mib(api), "MiB", "≤ 512 MiB"),
+            ]
+        )
+    finally:
+        api.stop()
+    clock = Stopwatch()
+    api = start_api(kafka, state_dir)
+    ready, written = asyncio.run(_ready_and_written(api, posting_id, clock))
+    figures.extend(
+        [
+            Figure("API restart, state on disk: /readyz 200", ready, "s"),
+            Figure("API restart, state on disk: write accepted", written, "s", "≤ 10 s"),
+            Figure("API RSS after its restart (ready)", rss_mib(api), "MiB", "≤ 512 MiB"),
+        ]
+    )
+    return api
+
+
+def write_load(api: ApiProcess, posting_ids: list[str], label: str) -> list[Figure]:
+    n, latencies = asyncio.run(closed_loop(api, posting_ids, 32, LOAD_SECONDS))
+    paced = sorted(asyncio.run(open_loop(api, posting_ids, 100, LOAD_SECONDS)))
+    p99_ms = paced[int(0.99 * (len(paced) - 1))] * 1000
+    return [
+        Figure(f"writes, 32 clients, {label}", n / LOAD_SECONDS, "updates/s", note=percentiles(latencies)),
+        Figure(f"p99 at 100 updates/s offered, {label}", p99_ms, "ms", "≤ 50 ms", percentiles(paced)),
+    ]
+
+
+def board_consumer(kafka: KafkaSettings, api: ApiProcess, seeded: Seeded, state_dir: Path) -> list[Figure]:
+    """A LinkedIn consumer whose group committed the end of postings: from its start until
+    the update made right after it arrives at the sandbox, first with no local state, then
+    again after a clean stop."""
+    port = free_port()
+    sandbox = Process("scale-sandbox", ["sandbox", "--port", str(port)], {})
+    sandbox_url = f"http://127.0.0.1:{port}"
+    env = {
+        **kafka_env(kafka),
+        "JOBPOST_STATE_DIR": str(state_dir),
+        "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox_url}/linkedin",
+    }
+    try:
+        wait_until(lambda: _answers(f"{sandbox_url}/docs"), 30, "the sandbox")
+        cold, cold_accepted = _start_and_deliver(env, api, sandbox_url, random.choice(seeded.posting_ids))
+        warm, warm_accepted = _start_and_deliver(env, api, sandbox_url, random.choice(seeded.posting_ids))
+    finally:
+        sandbox.stop()
+    return [
+        Figure("LinkedIn consumer first start, no local state: next delivery", cold, "s", note=cold_accepted),
+        Figure("LinkedIn consumer restart: next delivery", warm, "s", "≤ 10 s", warm_accepted),
+    ]
+
+
+def _start_and_deliver(
+    env: dict[str, str], api: ApiProcess, sandbox_url: str, posting_id: str
+) -> tuple[float | None, str]:
+    """Start the consumer, update the posting through the API: seconds from the start until
+    the board applied the update, and when the API accepted it."""
+    started = time.time()
+    consumer = Process("scale-linkedin", ["consumer", "linkedin"], env)
+    try:
+        accepted, version = asyncio.run(_until_written(api, posting_id, Stopwatch()))
+        note = f"update accepted after {accepted or 0:.1f} s"
+        seen = f"{sandbox_url}/_sandbox/linkedin/postings/{posting_id}"
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            _alive(consumer)
+            board = httpx.get(seen).json()
+            if version in board.get("versions", []):
+                applied_ms = board["applied_at_ms"][board["versions"].index(version)]
+                return applied_ms / 1000 - started, note
+            time.sleep(0.1)
+        return None, note
+    finally:
+        consumer.stop()
+
+
+def failover(
+    kafka: KafkaSettings, first: ApiProcess, seeded: Seeded, state_dir: Path
+) -> tuple[list[Figure], float]:
+    """Two replicas; kill -9 the one whose sequencer member owns partition 0 of commands;
+    time until the survivor accepts a write to a posting of partition 0. Returns the
+    figure and the second replica's local state on disk (MiB)."""
+    second = start_api(kafka, state_dir)
+    try:
+        clock = Stopwatch()
+        cold = asyncio.run(_until_ready(second, clock))
+        wait_until(lambda: _ready(first) and _ready(second), DEADLINE_S, "both replicas to be ready")
+        on_zero = seeded.on_partition(0)
+        owner = _owner(first, second, random.choice(on_zero))
+        survivor = second if owner is first else first
+        owner.kill()
+        clock = Stopwatch()
+        written, _ = asyncio.run(_until_written(survivor, random.choice(on_zero), clock))
+        return [
+            Figure("second API replica, no local state, joining: /readyz 200", cold, "s"),
+            Figure(
+                "sequencer failover (kill -9 of partition 0's owner): write accepted", written, "s", "≤ 15 s"
+            ),
+        ], disk_mib(state_dir)
+    finally:
+        second.stop()
+
+
+def _owner(first: ApiProcess, second: ApiProcess, posting_id: str) -> ApiProcess:
+    """The replica whose sequencer member sequences this posting's commands: the one whose
+    own command counter moves when it is written (nothing else writes to these topics)."""
+    before = (_sequenced(first), _sequenced(second))
+    for _ in range(3):
+        asyncio.run(_until_written(first, posting_id, Stopwatch()))
+    moved = (_sequenced(first) - before[0], _sequenced(second) - before[1])
+    if (moved[0] > 0) == (moved[1] > 0):
+        raise AssertionError(f"cannot tell which replica sequences partition 0: counters moved by {moved}")
+    return first if moved[0] > 0 else second
+
+
+def _sequenced(api: ApiProcess) -> float:
+    text = httpx.get(f"{api.url}/metrics", timeout=5).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("jobpost_sequencer_commands_total")
+    )
+
+
+def _ready(api: ApiProcess) -> bool:
+    _alive(api)
+    try:
+        return httpx.get(f"{api.url}/readyz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def at_scale(n: int, workdir: Path, figures: list[Figure]) -> None:
+    kafka = local_kafka()
+    try:
+        seeded = seed(kafka, n)
+        figures.append(Figure(f"seed: {n:,} postings with their states", seeded.seconds, "s"))
+        api_dir, consumer_dir, second_dir = workdir / "api-1", workdir / "linkedin", workdir / "api-2"
+        api = api_restarts(kafka, seeded, api_dir, figures)
+        try:
+            figures.extend(write_load(api, seeded.posting_ids, f"{n:,} postings"))
+            figures.extend(board_consumer(kafka, api, seeded, consumer_dir))
+            failed_over, second_disk = failover(kafka, api, seeded, second_dir)
+            figures.extend(failed_over)
+        finally:
+            api.stop()
+        figures.extend(
+            [
+                Figure("local state on disk: API replica", disk_mib(api_dir), "MiB"),
+                Figure("local state on disk: second API replica", second_disk, "MiB"),
+                Figure("local state on disk: LinkedIn consumer", disk_mib(consumer_dir), "MiB"),
+            ]
+        )
+    finally:
+        delete_prefix(kafka)
+
+
+def at_thousand(workdir: Path, figures: list[Figure]) -> None:
+    kafka = local_kafka()
+    try:
+        seeded = seed(kafka, 1000, progress=lambda _: None)
+        api = start_api(kafka, workdir / "api-small")
+        try:
+            api.wait_ready(timeout=120)
+            figures.extend(write_load(api, seeded.posting_ids, "1,000 postings"))
+        finally:
+            api.stop()
+    finally:
+        delete_prefix(kafka)
+
+
+def delete_prefix(kafka: KafkaSettings, wait_s: float = 60.0) -> None:
+    """The run's topics and consumer groups, so the disk does not fill up. A group keeps a
+    killed member until its session times out: deleting it is tried again until then."""
+    admin = AdminClient(kafka.client_config())
+    prefix = kafka.topic_prefix
+    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}.")]
+    for future in admin.delete_topics(topics, operation_timeout=30).values() if topics else []:
+        future.result(60)
+    deadline = time.monotonic() + wait_s
+    while groups := [
+        g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(prefix)
+    ]:
+        failed = []
+        for group, future in admin.delete_consumer_groups(groups, request_timeout=30).items():
+            try:
+                future.result(60)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                    raise
+                failed.append(group)
+        if not failed:
+            return
+        time.sleep(1)
+
+
+def report(n: int, figures: list[Figure]) -> Path:
+    width = max(len(f.measure) for f in figures)
+    print(f"| {'measure':<{width}} | at {n:,} postings | target |")
+    for f in figures:
+        print(f"| {f.measure:<{width}} | {f.shown()} | {f.target} |")
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"scale-{time.strftime('%Y-%m-%d')}.json"
+    body = {
+        "postings": n,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "figures": [asdict(f) for f in figures],
+    }
+    path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def main(postings: int = 1_000_000) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="jobpost-scale-"))
+    figures: list[Figure] = []
+    try:
+        at_scale(postings, workdir, figures)
+        at_thousand(workdir, figures)
+    finally:  # what was measured before a failure is still worth seeing
+        shutil.rmtree(workdir, ignore_errors=True)
+        print(f"figures written to {report(postings, figures)}")
