@@ -4,8 +4,10 @@ written since its checkpoint and memory does not grow with the number of posting
 
 A store holds, by posting id, the raw DeliveryState bytes of this destination's records
 (key `{destination}/{posting_id}`; the other destination's records share the partition and
-are ignored). Its checkpoint, the next offset of the partition still to read, is a claim:
-every record of this destination below it is reflected in the store. Two writers keep it:
+are ignored). A posting's state is looked up in the store of `partition_for(posting_id)`,
+the partition the sequencer writes its versions to. The store's checkpoint, the next offset
+of the partition still to read, is a claim: every record of this destination below it is
+reflected in the store. Two writers keep it:
 
 - `restore` (on assignment) folds the partition from the checkpoint to its end.
 - `record` (while running), after Kafka acknowledged a state this consumer wrote at
@@ -16,15 +18,17 @@ every record of this destination below it is reflected in the store. Two writers
   with no `await` between the acknowledgement and the write, so the store is written in
   offset order. Records of ours refused and produced again land later, past `o`, and are
   written when acknowledged. Whatever else lies below `o` belongs to the other destination.
-  A state acknowledged below the checkpoint was already read by `restore`: it is not
-  written again (it could hide a newer one).
+  A lane is cancelled (between an acknowledgement and its write) only with its partition,
+  whose store closes too, so no later write claims past a state it did not keep. A state
+  acknowledged below the checkpoint was already read by `restore`: it is not written again
+  (it could hide a newer one).
 
 Where the claim can fail: a member that lost its partitions without knowing it (a zombie)
 or `jobpost dlq redrive` writing a state for the destination after the restore. The runner
 flushes its producer before giving a partition up, so an orderly hand-over loses nothing;
 otherwise the store misses that one state until it is next rebuilt. A missed state makes a
-version look undelivered: it is delivered again, and the boards deduplicate by idempotency
-key.
+version look undelivered (it is delivered again, and the boards deduplicate by idempotency
+key) or a retry budget start over.
 """
 
 from __future__ import annotations
