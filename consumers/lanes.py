@@ -5,10 +5,12 @@ of different postings are delivered concurrently. The limit counts board calls i
 not postings: a posting waiting for its next attempt holds no worker, so a hundred failing
 postings never starve the healthy ones.
 
-The scheduler is given a board, a clock and an `Outcomes` sink (where delivery states and
-dead letters go; each call returns once Kafka acknowledged the write), so it is unit-tested
-with fakes in milliseconds. The Kafka shell (`consumers.runner`) feeds it records and
-commits an offset only once every record at or below it is finished.
+The scheduler is given a board, a clock, an `Outcomes` sink (where delivery states and
+dead letters go; each call returns once Kafka acknowledged the write) and `DeliveryStates`
+to read each posting's progress from (a dict in tests, the per-partition stores in the
+runner), so it is unit-tested with fakes in milliseconds. The Kafka shell
+(`consumers.runner`) feeds it records and commits an offset only once every record at or
+below it is finished.
 """
 
 from __future__ import annotations
@@ -78,9 +80,17 @@ class Item:
         return self.update is not None and self.update.op == Op.DELETED
 
 
+class DeliveryStates(Protocol):
+    """Each posting's DeliveryState at this destination, as `Outcomes.record` last wrote
+    it (or a restore found it). The scheduler only reads it."""
+
+    def get(self, posting_id: str, /) -> DeliveryState | None: ...
+
+
 class Outcomes(Protocol):
     async def record(self, item: Item, state: DeliveryState) -> None:
-        """Write the posting's DeliveryState; return once it is acknowledged."""
+        """Write the posting's DeliveryState; return once it is acknowledged, and readable
+        through the scheduler's `DeliveryStates`."""
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         """Write the record to the dead-letter topic; return once it is acknowledged."""
@@ -102,6 +112,7 @@ class LaneScheduler:
         destination: Destination,
         board: Board,
         outcomes: Outcomes,
+        states: DeliveryStates,
         on_finished: Callable[[Item], None],
         *,
         policy: RetryPolicy | None = None,
@@ -115,7 +126,7 @@ class LaneScheduler:
         self.policy = policy or RetryPolicy()
         self.clock = clock or SystemClock()
         self.in_flight = asyncio.Semaphore(max_in_flight)
-        self.states: dict[str, DeliveryState] = {}  # posting id -> its DeliveryState here
+        self.states = states
         self.lanes: dict[str, _Lane] = {}
 
     @property
@@ -253,7 +264,6 @@ class LaneScheduler:
             next_attempt_at=next_at,
             last_error=error,
         )
-        self.states[item.posting_id] = state
         await self.outcomes.record(item, state)
 
     async def _dead_letter(self, item: Item, error: str, attempts: int, first: int) -> None:

@@ -4,8 +4,9 @@ It feeds `jobpost.postings` to a `LaneScheduler` and commits an offset only when
 record at or below it is finished: delivered, skipped, or dead-lettered, and whatever it
 depends on (its DeliveryState, its dead letter) acknowledged by Kafka. A record it cannot
 read is dead-lettered as it is. Partitions pause when too much is buffered. Retry progress
-lives in `jobpost.deliveries`, restored on assignment, so a restarted or rebalanced
-consumer resumes the same attempt count and deadline.
+lives in `jobpost.deliveries` and, as a cache of it, in a local store per partition
+(`consumers.states`) brought up to date on assignment, so a restarted or rebalanced
+consumer resumes the same attempt count and deadline, reading only what changed since.
 """
 
 from __future__ import annotations
@@ -20,29 +21,34 @@ from consumers.config import ConsumerSettings
 from consumers.lanes import Board, Clock, Item, LaneScheduler
 from consumers.offsets import OffsetTracker
 from consumers.retry import RetryPolicy
+from consumers.states import StoredStates
 from schemas import records
 from schemas.dead_letters import dead_letter
 from schemas.deliveries import state_record
 from schemas.kafka import coordinates, is_record, record_lag
 from schemas.model import DeliveryState
 from schemas.outbox import deliver
-from schemas.replay import replay
+from schemas.stores import Stores
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
 
 
 class KafkaOutcomes:
-    """Delivery states to `jobpost.deliveries`, dead letters to `jobpost.<group>.dlq`;
-    each call returns once Kafka acknowledged the record."""
+    """Delivery states to `jobpost.deliveries` and then the local store, dead letters to
+    `jobpost.<group>.dlq`; each call returns once Kafka acknowledged the record."""
 
-    def __init__(self, producer: Producer, topics: Topics, group: str) -> None:
+    def __init__(self, producer: Producer, topics: Topics, group: str, states: StoredStates) -> None:
         self.producer = producer
         self.topics = topics
         self.group = group
+        self.states = states
 
     async def record(self, item: Item, state: DeliveryState) -> None:
-        await deliver(self.producer, state_record(self.topics.deliveries, item.partition, state))
+        outgoing = state_record(self.topics.deliveries, item.partition, state)
+        offset = await deliver(self.producer, outgoing)
+        assert outgoing.value is not None
+        self.states.record(item.partition, item.posting_id, outgoing.value, offset)  # no await between
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version)
@@ -75,11 +81,17 @@ class DeliveryRunner:
         self.destination = settings.destination
         self.topics = Topics(settings.kafka.topic_prefix)
         self.producer = Producer(settings.kafka.producer_config())
-        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.dead_letter_group)
+        self.states = StoredStates(
+            Stores(settings.state, settings.kafka, self.destination.value, self.topics.deliveries),
+            self.destination,
+            settings.kafka.partitions,
+        )
+        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.dead_letter_group, self.states)
         self.scheduler = LaneScheduler(
             self.destination,
             board,
             self.outcomes,
+            self.states,
             self._finish,
             policy=policy or RetryPolicy(settings.retry),
             clock=clock,
@@ -131,6 +143,7 @@ class DeliveryRunner:
             self._commit()
             self.consumer.close()
             self.producer.flush(10)
+            self.states.close()
 
     def _take(self, message: Message) -> None:
         if not is_record(message):
@@ -188,23 +201,8 @@ class DeliveryRunner:
             self.paused = False
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        reader = f"{self.settings.dead_letter_group}-restore"
-
-        def fold(message: Message) -> None:
-            try:
-                destination, posting_id, state = records.delivery_state(message)
-            except records.PoisonRecord as exc:
-                records.note_poison(reader, message, exc.reason)
-                return
-            if destination != self.destination:
-                return
-            if state is None:
-                self.scheduler.states.pop(posting_id, None)
-            else:
-                self.scheduler.states[posting_id] = state
-
-        replay(self.settings.kafka, self.topics.deliveries, [tp.partition for tp in partitions], fold)
         for tp in partitions:
+            self.states.restore(tp.partition)
             self.trackers[tp.partition] = OffsetTracker()
         if self.paused:
             consumer.pause(partitions)
@@ -214,5 +212,8 @@ class DeliveryRunner:
         self._commit()
         gone = {tp.partition for tp in partitions}
         self.scheduler.drop_partitions(gone)
+        # States already produced land before the partitions' next owner restores them.
+        self.producer.flush(10)
+        self.states.close(gone)
         for partition in gone:
             self.trackers.pop(partition, None)

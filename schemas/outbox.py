@@ -88,26 +88,30 @@ def _collect(record: Outgoing, failed: list[Outgoing]) -> Callable[[KafkaError |
     return on_delivery
 
 
-async def deliver(producer: Producer, record: Outgoing, max_wait_s: float = 30.0) -> None:
-    """Produce one record and return once Kafka acknowledged it, producing it again after
-    a backoff while it is refused. The caller's loop must serve `producer.poll()` on the
-    event loop's thread (delivery reports resolve a future of that loop)."""
+async def deliver(producer: Producer, record: Outgoing, max_wait_s: float = 30.0) -> int:
+    """Produce one record and return the offset Kafka acknowledged it at, producing it
+    again after a backoff while it is refused. The caller's loop must serve
+    `producer.poll()` on the event loop's thread (delivery reports resolve a future of
+    that loop)."""
     loop = asyncio.get_running_loop()
     attempt = 0
     while True:
-        acknowledged: asyncio.Future[KafkaError | None] = loop.create_future()
+        acknowledged: asyncio.Future[tuple[KafkaError | None, int]] = loop.create_future()
 
-        def on_delivery(error: KafkaError | None, _message: Message, done: Any = acknowledged) -> None:
+        def on_delivery(error: KafkaError | None, message: Message, done: Any = acknowledged) -> None:
             if not done.done():
-                done.set_result(error)
+                done.set_result((error, message.offset() if error is None else -1))
 
+        refusal: KafkaError | Exception
         try:
             record.produce(producer, on_delivery)
-            error = await acknowledged
+            error, offset = await acknowledged
         except (BufferError, KafkaException) as exc:
-            error = exc  # type: ignore[assignment]
-        if error is None:
-            return
-        log.warning("%s refused a record (%s); producing it again", record.topic, error)
+            refusal = exc
+        else:
+            if error is None:
+                return offset
+            refusal = error
+        log.warning("%s refused a record (%s); producing it again", record.topic, refusal)
         await asyncio.sleep(_backoff(attempt, max_wait_s))
         attempt += 1

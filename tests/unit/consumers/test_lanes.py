@@ -68,13 +68,18 @@ class FakeBoard:
 
 
 class FakeOutcomes:
-    def __init__(self) -> None:
+    """Keeps what it is given, and (as the runner's store does) each posting's latest state
+    where the scheduler reads it."""
+
+    def __init__(self, latest: dict[str, DeliveryState]) -> None:
         self.states: list[DeliveryState] = []
         self.letters: list[tuple[str, int, str, int]] = []
+        self.latest = latest
 
     async def record(self, item: Item, state: DeliveryState) -> None:
         await asyncio.sleep(0)
         self.states.append(state)
+        self.latest[state.posting_id] = state
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         await asyncio.sleep(0)
@@ -85,10 +90,11 @@ class Harness:
     def __init__(self, max_in_flight: int = 32, policy: RetryPolicy | None = None) -> None:
         self.board = FakeBoard()
         self.clock = FakeClock()
-        self.outcomes = FakeOutcomes()
+        self.states: dict[str, DeliveryState] = {}
+        self.outcomes = FakeOutcomes(self.states)
         self.finished: list[Item] = []
         self.scheduler = LaneScheduler(
-            Destination.LINKEDIN, self.board, self.outcomes, self.finished.append,
+            Destination.LINKEDIN, self.board, self.outcomes, self.states, self.finished.append,
             policy=policy, clock=self.clock, max_in_flight=max_in_flight,
         )  # fmt: skip
 
@@ -240,7 +246,7 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
     async def scenario():
         h = Harness()
         first = h.clock.now - 30_000
-        h.scheduler.states["a"] = DeliveryState(
+        h.states["a"] = DeliveryState(
             Destination.LINKEDIN, "a", DeliveryStatus.RETRYING, delivered_version=0, pending_version=1,
             attempts=5, first_attempt_at=first, next_attempt_at=h.clock.now + 10_000,
         )  # fmt: skip
@@ -260,7 +266,7 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
 def test_a_version_already_dead_lettered_is_not_sent_again_after_a_restart():
     async def scenario():
         h = Harness()
-        h.scheduler.states["a"] = DeliveryState(
+        h.states["a"] = DeliveryState(
             Destination.LINKEDIN, "a", DeliveryStatus.FAILED, delivered_version=0, pending_version=1
         )
         h.scheduler.add(item("a", 1))
