@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client import Counter, Gauge
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
 
 from schemas.kafka import KafkaSettings, coordinates
 from schemas.replay import replay
@@ -39,6 +39,11 @@ Put = tuple[bytes, bytes | None]  # (key, value); value None deletes the key
 _DATA = b"d"  # data keys are b"d" + key; the store's own keys begin with b"m"
 _META = b"m:meta"
 _WEEK_S = 7 * 24 * 3600.0
+# Every store of a process shares one block cache and one memtable budget, so memory does
+# not grow with the number of partitions a process holds (RocksDB's defaults give each
+# database a cache of its own and up to 2 x 64 MiB of memtables).
+_BLOCK_CACHE_BYTES = 32 << 20
+_MEMTABLE_BYTES = 64 << 20
 
 REBUILDS = Counter(
     "jobpost_state_rebuilds_total", "Local stores thrown away and rebuilt, by reason", ["reason"]
@@ -71,6 +76,11 @@ def source_identity(kafka: KafkaSettings, topic: str) -> str:
     return f"{cluster}/{description.topic_id}"
 
 
+class StateLocked(Exception):
+    """Another store (of this process or another) has this folder open: it is in use, not
+    corrupt, so it is neither served nor thrown away."""
+
+
 class PartitionStore:
     def __init__(self, path: Path, identity: str, max_age_s: float = _WEEK_S) -> None:
         self.path = path
@@ -85,7 +95,9 @@ class PartitionStore:
         try:
             db = Rdict(str(self.path), _options())
             meta = db.get(_META)
-        except Exception as exc:  # noqa: BLE001 - RocksDB reports corruption as a bare Exception
+        except Exception as exc:  # RocksDB reports corruption (and a held lock) as a bare Exception
+            if "lock" in str(exc).lower():  # "While lock file: ...", "lock hold by current process"
+                raise StateLocked(f"{self.path} is in use: {str(exc).splitlines()[0]}") from exc
             return self._rebuild(f"unreadable: {str(exc).splitlines()[0]}")
         if meta is None:
             return db  # new
@@ -154,10 +166,21 @@ class PartitionStore:
         self._db.close()
 
 
+_shared: tuple[Cache, WriteBufferManager] | None = None
+
+
 def _options() -> Options:
+    global _shared
+    if _shared is None:  # made on first use, not at import
+        _shared = (Cache(_BLOCK_CACHE_BYTES), WriteBufferManager(_MEMTABLE_BYTES, False))
+    cache, memtables = _shared
+    tables = BlockBasedOptions()
+    tables.set_block_cache(cache)
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.set_paranoid_checks(True)
+    options.set_block_based_table_factory(tables)
+    options.set_write_buffer_manager(memtables)
     return options
 
 
