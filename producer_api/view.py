@@ -28,12 +28,16 @@ from schemas import codec, records
 from schemas.kafka import KafkaSettings, coordinates, end_offset, poll_batch
 from schemas.model import DeliveryState, Destination
 from schemas.partitioning import partition_for
-from schemas.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores
+from schemas.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
 from schemas.topics import Topics
 
 __all__ = ["DeliveriesView", "LogView", "PostingView", "PostingsView", "StrongReadTimeout"]
 
 log = logging.getLogger(__name__)
+
+# librdkafka prefetches up to 100,000 records per partition and 64 MiB by default, which a
+# restore would hold besides what it is writing.
+_FOLLOWER = {"enable.partition.eof": True, "queued.min.messages": 1000, "queued.max.messages.kbytes": 16384}
 
 
 class StrongReadTimeout(Exception):
@@ -55,6 +59,7 @@ class LogView:
         self.state = state or StateSettings()
         self.stores = Stores(self.state, kafka, self.reader, topic)
         self.records_read = 0  # since this view started: what a restart cost
+        self._batches = 0
         self.ready = threading.Event()  # every partition caught up
         self._positions: dict[int, int] = {}
         self._targets: dict[int, int] = {}
@@ -137,9 +142,7 @@ class LogView:
                 self._stop.wait(1.0)
 
     def _follow_once(self) -> None:
-        consumer = Consumer(
-            self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **{"enable.partition.eof": True})
-        )
+        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER))
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
             partitions = sorted(metadata.partitions)
@@ -213,6 +216,9 @@ class LogView:
                 self.stores.get(partition).write(puts.items(), position)
                 self._positions[partition] = position
         self._note_progress()
+        self._batches += 1
+        if self._behind and self._batches % 10 == 0:
+            release_free_memory()  # a restore frees as much as it reads
 
     def _take(self, message: Message, partition: int) -> None:
         try:
@@ -231,6 +237,7 @@ class LogView:
             if caught_up:
                 log.info("view of %s caught up on partitions %s", self.topic, sorted(caught_up))
                 self._behind = self._behind - caught_up
+                release_free_memory()
         RESTORING.labels(self.reader).set(len(self._behind))
         if not self._behind and not self.ready.is_set():
             log.info("view of %s caught up (%d records read)", self.topic, self.records_read)

@@ -15,6 +15,7 @@ A store is rebuilt from Kafka (wiped, checkpoint 0), never served, when it
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import shutil
@@ -167,12 +168,33 @@ class PartitionStore:
 
 
 _shared: tuple[Cache, WriteBufferManager] | None = None
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc: its allocator returns memory by its own rules
+        return None
+
+
+def release_free_memory() -> None:
+    """Hand memory freed after a burst of writes back to the system (glibc keeps it)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def _options() -> Options:
     global _shared
     if _shared is None:  # made on first use, not at import
         _shared = (Cache(_BLOCK_CACHE_BYTES), WriteBufferManager(_MEMTABLE_BYTES, False))
+        libc = _libc()
+        if libc is not None:
+            # Memtable blocks (1 MiB) come from mmap and go back when freed; otherwise
+            # glibc raises its threshold and scatters them over a heap it never shrinks.
+            libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
     cache, memtables = _shared
     tables = BlockBasedOptions()
     tables.set_block_cache(cache)
