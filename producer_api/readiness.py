@@ -1,6 +1,7 @@
 """What /readyz checks: that this replica can serve a write and a read right now.
 
-- kafka: the reply reader and the views are running, and the views have caught up;
+- kafka: the reply reader and the views are running, and the views have caught up (each
+  names the partitions it is still reading);
 - sequencer: every partition of `jobpost.commands` is owned by a live member of the
   sequencer group, and this replica's own member (when it embeds one) has a session up
   with every partition it owns restored;
@@ -57,8 +58,8 @@ class Readiness:
     def _kafka(self) -> str | None:
         if not self.commands.ready.is_set():
             return "the reply reader is not running"
-        behind = [v.topic for v in self.views if not v.ready.is_set()]
-        return f"catching up with {', '.join(behind)}" if behind else None
+        behind = [_catching_up(v) for v in self.views if not v.ready.is_set()]
+        return "; ".join(behind) if behind else None
 
     def _own_member(self) -> str | None:
         sequencer = self.sequencer
@@ -95,3 +96,12 @@ class Readiness:
             return f"the search server does not answer: {exc!r}"
         status = health.json().get("status") if health.status_code == 200 else None
         return None if status in ("green", "yellow") else f"the search server's health is {status}"
+
+
+def _catching_up(view: LogView) -> str:
+    partitions = view.behind_partitions
+    return (
+        f"{view.topic} catching up on partitions {partitions}"
+        if partitions
+        else f"{view.topic} not followed yet"
+    )

@@ -1,39 +1,43 @@
-"""The read side: each API replica's in-memory view of `jobpost.postings`.
+"""The read side: each API replica's view of `jobpost.postings` and `jobpost.deliveries`,
+kept in a local store per partition (schemas.stores), never per posting in memory.
 
-One thread reads every partition from the beginning (read_committed) and keeps the newest
-version of each posting; a tombstone means "deleted", never "unknown", and a deleted
-posting keeps no text. A strong read waits until the view has passed the partition's end
-offset taken at request time. A record the view cannot use is counted and skipped; a
-failure of the reading thread resumes where it was, never from the beginning.
+One thread follows every partition from where its store left off (read_committed) and
+writes each poll batch's changes together with the new position, so a restart reads only
+what was written since. A tombstone means "deleted", never "unknown", and a deleted posting
+keeps no text. A strong read waits until the view has passed the partition's end offset
+taken at request time. A record the view cannot use is counted and skipped; a failure of
+the reading thread resumes from the stores' checkpoints, never from the beginning.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from schemas import records
+from producer_api import view_state
+from producer_api.view_state import PostingView, RecentWrites
+from schemas import codec, records
 from schemas.kafka import KafkaSettings, coordinates, end_offset, poll_batch
-from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryState, Destination
 from schemas.partitioning import partition_for
+from schemas.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
 from schemas.topics import Topics
+
+__all__ = ["DeliveriesView", "LogView", "PostingView", "PostingsView", "StrongReadTimeout"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class PostingView:
-    id: str
-    version: int
-    deleted: bool
-    posting: Posting | None
-    last_update_time_millis: int | None
+# librdkafka prefetches up to 100,000 records per partition and 64 MiB by default, which a
+# restore would hold besides what it is writing.
+_FOLLOWER = {"enable.partition.eof": True, "queued.min.messages": 1000, "queued.max.messages.kbytes": 16384}
 
 
 class StrongReadTimeout(Exception):
@@ -41,25 +45,46 @@ class StrongReadTimeout(Exception):
 
 
 class LogView:
-    """Follows every partition of a topic from the beginning on a thread of its own,
-    handing each record to `apply`; knows how far it has read, for strong reads."""
+    """Follows every partition of a topic on a thread of its own, from its store's
+    checkpoint, handing each record to `apply` and writing the puts it returns with the new
+    position, one atomic write per partition per poll batch. Knows how far it has read
+    (strong reads) and which partitions have caught up with the end they had when it
+    started following (readiness)."""
 
     reader = "view"
 
-    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+    def __init__(self, kafka: KafkaSettings, topic: str, state: StateSettings | None = None) -> None:
         self.kafka = kafka
         self.topic = topic
+        self.state = state or StateSettings()
+        self.stores = Stores(self.state, kafka, self.reader, topic)
+        self.records_read = 0  # since this view started: what a restart cost
+        self._batches = 0
+        self.ready = threading.Event()  # every partition caught up
         self._positions: dict[int, int] = {}
-        self._lock = threading.Lock()
+        self._targets: dict[int, int] = {}
+        self._behind: frozenset[int] = frozenset()
+        self._batch: dict[int, dict[bytes, bytes | None]] = {}  # puts not yet written, per partition
+        self._private: Path | None = None
+        self._lock = threading.Lock()  # opening, rebuilding and closing stores vs reading them
         self._stop = threading.Event()
-        self.ready = threading.Event()
         self._thread = threading.Thread(target=self._follow, name=f"view-{topic}", daemon=True)
         self._probe: Consumer | None = None
         self._partition_count = kafka.partitions
 
-    def apply(self, message: Message) -> None:
-        """Fold one record in; raise records.PoisonRecord for one that cannot be used."""
+    def apply(self, message: Message) -> list[Put]:
+        """What one record changes in its partition's store; raise records.PoisonRecord for
+        one that cannot be used."""
         raise NotImplementedError
+
+    @property
+    def behind_partitions(self) -> list[int]:
+        """Partitions not yet caught up with the end they had when following (re)started."""
+        return sorted(self._behind)
+
+    @property
+    def ready_partitions(self) -> list[int]:
+        return sorted(set(self._targets) - self._behind)
 
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
@@ -69,9 +94,13 @@ class LogView:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(10)
+        self._thread.join(30)
         if self._probe is not None:
             self._probe.close()
+        with self._lock:
+            self.stores.close()
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
 
     async def wait_for_end(self, posting_id: str, timeout_s: float) -> None:
         """Return once every record committed on the posting's partition before this call
@@ -88,54 +117,131 @@ class LogView:
         assert self._probe is not None
         return end_offset(self._probe, self.topic, partition, timeout=5)
 
+    def _stored(self, key: str, suffix: bytes = b"") -> bytes | None:
+        """The value of `key` (plus `suffix`) in the store of `key`'s partition, as of what
+        the follower has written; None before that store is open."""
+        partition = partition_for(key, self._partition_count)
+        with self._lock:
+            store = self.stores.open.get(partition)
+            return None if store is None else store.get(key.encode() + suffix)
+
+    def _current(self, partition: int, key: bytes) -> bytes | None:
+        """For `apply`: the key's value including what this poll batch has changed."""
+        batch = self._batch.get(partition)
+        if batch is not None and key in batch:
+            return batch[key]
+        store = self.stores.open.get(partition)
+        return None if store is None else store.get(key)
+
     def _follow(self) -> None:
         while not self._stop.is_set():
             try:
                 self._follow_once()
-            except Exception:  # keep serving what we have; resume where we were
+            except Exception:  # keep serving what we have; resume from the stores' checkpoints
                 log.exception("view of %s failed; resuming it", self.topic)
                 self._stop.wait(1.0)
 
     def _follow_once(self) -> None:
-        consumer = Consumer(
-            self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **{"enable.partition.eof": True})
-        )
+        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER))
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
-            self._partition_count = len(metadata.partitions)
-            assignment = [
-                TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
-                for p in metadata.partitions
-            ]
-            consumer.assign(assignment)
-            at_end: set[int] = set()
+            partitions = sorted(metadata.partitions)
+            self._partition_count = len(partitions)
+            try:
+                self._open_stores(consumer, partitions)
+            except StateLocked as exc:
+                self._use_private_stores(exc)
+                self._open_stores(consumer, partitions)
+            consumer.assign(
+                [TopicPartition(self.topic, p, self._positions[p] or OFFSET_BEGINNING) for p in partitions]
+            )
+            self._note_progress()
             while not self._stop.is_set():
-                for message in poll_batch(consumer, 1000, 0.1):
-                    self._take(message, at_end)
-                for tp in consumer.position(assignment):
-                    if tp.offset >= 0:
-                        self._positions[tp.partition] = tp.offset
-                if len(at_end) == len(assignment) and not self.ready.is_set():
-                    log.info("view of %s caught up", self.topic)
-                    self.ready.set()
+                self._fold(consumer, poll_batch(consumer, self.state.batch_records, 0.1))
         finally:
             self.ready.clear()
+            self._batch.clear()
             consumer.close()
 
-    def _take(self, message: Message, at_end: set[int]) -> None:
-        error = message.error()
-        if error is None:
-            try:
-                self.apply(message)
-            except records.PoisonRecord as exc:
-                records.note_poison(self.reader, message, exc.reason)
-        elif error.code() == KafkaError._PARTITION_EOF:
-            _, partition, offset = coordinates(message)
-            at_end.add(partition)
-            # Also the position of a partition that holds no record at all.
-            self._positions[partition] = max(offset, self._positions.get(partition, 0))
-        elif not error.retriable():
-            log.error("view of %s: %s", self.topic, error)
+    def _open_stores(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Open each partition's store, rebuilding one whose checkpoint lies outside the
+        log, and take the end each partition has now as what it must reach to be ready."""
+        positions, targets = {}, {}
+        for partition in partitions:
+            start, end = consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), timeout=10, cached=False
+            )
+            with self._lock:
+                store = self.stores.get(partition)
+                if store.checkpoint:
+                    store.check_bounds(start, end)
+            positions[partition], targets[partition] = store.checkpoint, end
+        self._positions, self._targets = positions, targets
+        self._behind = frozenset(p for p in partitions if positions[p] < targets[p])
+
+    def _use_private_stores(self, why: StateLocked) -> None:
+        """Another replica uses this state folder: follow into a folder of this process
+        alone (a full read, then correct), removed on close."""
+        log.warning("view of %s restores into a private folder: %s", self.topic, why)
+        with self._lock:
+            self.stores.close()
+            self.state.dir.mkdir(parents=True, exist_ok=True)
+            self._private = Path(tempfile.mkdtemp(prefix=f"{self.reader}-", dir=self.state.dir))
+            private = self.state.model_copy(update={"dir": self._private})
+            self.stores = Stores(private, self.kafka, self.reader, self.topic)
+
+    def _fold(self, consumer: Consumer, messages: list[Message]) -> None:
+        moved: dict[int, int] = {}
+        for message in messages:
+            error = message.error()
+            if error is None:
+                _, partition, offset = coordinates(message)
+                self._take(message, partition)
+                moved[partition] = offset + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # Also the position of a partition that holds no record at all.
+                _, partition, offset = coordinates(message)
+                moved[partition] = max(offset, moved.get(partition, 0))
+            elif not error.retriable():
+                log.error("view of %s: %s", self.topic, error)
+        if not moved:
+            return
+        # Past transaction markers too, which no record reports.
+        for tp in consumer.position([TopicPartition(self.topic, p) for p in moved]):
+            if tp.offset >= 0:
+                moved[tp.partition] = max(moved[tp.partition], tp.offset)
+        for partition, position in moved.items():
+            puts = self._batch.pop(partition, {})
+            if puts or position > self._positions.get(partition, 0):
+                self.stores.get(partition).write(puts.items(), position)
+                self._positions[partition] = position
+        self._note_progress()
+        self._batches += 1
+        if self._behind and self._batches % 10 == 0:
+            release_free_memory()  # a restore frees as much as it reads
+
+    def _take(self, message: Message, partition: int) -> None:
+        try:
+            puts = self.apply(message)
+        except records.PoisonRecord as exc:
+            records.note_poison(self.reader, message, exc.reason)
+            puts = []
+        self._batch.setdefault(partition, {}).update(puts)
+        self.records_read += 1
+        if partition in self._behind:
+            RESTORED.labels(self.reader).inc()
+
+    def _note_progress(self) -> None:
+        if self._behind:
+            caught_up = {p for p in self._behind if self._positions.get(p, 0) >= self._targets[p]}
+            if caught_up:
+                log.info("view of %s caught up on partitions %s", self.topic, sorted(caught_up))
+                self._behind = self._behind - caught_up
+                release_free_memory()
+        RESTORING.labels(self.reader).set(len(self._behind))
+        if not self._behind and not self.ready.is_set():
+            log.info("view of %s caught up (%d records read)", self.topic, self.records_read)
+            self.ready.set()
 
 
 class PostingsView(LogView):
@@ -143,63 +249,59 @@ class PostingsView(LogView):
 
     reader = "postings-view"
 
-    def __init__(self, kafka: KafkaSettings) -> None:
-        super().__init__(kafka, Topics(kafka.topic_prefix).postings)
-        self._postings: dict[str, PostingView] = {}
+    def __init__(self, kafka: KafkaSettings, state: StateSettings | None = None) -> None:
+        super().__init__(kafka, Topics(kafka.topic_prefix).postings, state)
+        self.recent = RecentWrites()
 
     def get(self, posting_id: str) -> PostingView | None:
-        return self._postings.get(posting_id)
+        value = self._stored(posting_id)
+        stored = None if value is None else view_state.posting_view(posting_id, value)
+        return view_state.newest(stored, self.recent.get(posting_id))
 
     def observe(self, view: PostingView) -> None:
         """Take a version this replica learnt from a reply (read-your-writes), if newer."""
-        with self._lock:
-            current = self._postings.get(view.id)
-            if current is None or current.version < view.version:
-                self._postings[view.id] = view
+        value = self._stored(view.id)
+        if value is None or view_state.header(value)[0] < view.version:
+            self.recent.observe(view)
 
-    def apply(self, message: Message) -> None:
+    def apply(self, message: Message) -> list[Put]:
         posting_id, update = records.posting_update(message)
+        key = posting_id.encode()
+        value = self._current(coordinates(message)[1], key)
         if update is not None:
-            self.observe(_from_update(update))
-            return
-        with self._lock:
-            current = self._postings.get(posting_id)
-            self._postings[posting_id] = PostingView(
-                posting_id,
-                current.version if current else -1,
-                True,
-                None,
-                current.last_update_time_millis if current else None,
-            )
+            self.recent.applied(posting_id, update.version)
+            if value is not None and view_state.header(value)[0] >= update.version:
+                return []  # an older version than the one the view has
+            return [(key, view_state.updated(update, message.value() or b""))]
+        version, millis = view_state.header(value) if value is not None else (-1, None)
+        observed = self.recent.get(posting_id)
+        if observed is not None and observed.version > version:
+            version, millis = observed.version, observed.last_update_time_millis
+        self.recent.applied(posting_id, version)
+        return [(key, view_state.deleted(version, millis))]
 
 
 class DeliveriesView(LogView):
-    """Each posting's progress at each destination, from `jobpost.deliveries`."""
+    """Each posting's progress at each destination, from `jobpost.deliveries`, which
+    keeps a posting's states on its partition number."""
 
     reader = "deliveries-view"
 
-    def __init__(self, kafka: KafkaSettings) -> None:
-        super().__init__(kafka, Topics(kafka.topic_prefix).deliveries)
-        self._states: dict[str, dict[Destination, DeliveryState]] = {}
+    def __init__(self, kafka: KafkaSettings, state: StateSettings | None = None) -> None:
+        super().__init__(kafka, Topics(kafka.topic_prefix).deliveries, state)
 
     def get(self, posting_id: str) -> dict[Destination, DeliveryState]:
-        return dict(self._states.get(posting_id, {}))
+        states = {}
+        for destination in Destination:
+            value = self._stored(posting_id, _at(destination))
+            if value is not None:
+                states[destination] = codec.delivery_states().decode(value)
+        return states
 
-    def apply(self, message: Message) -> None:
+    def apply(self, message: Message) -> list[Put]:
         destination, posting_id, state = records.delivery_state(message)
-        states = self._states.setdefault(posting_id, {})
-        if state is None:
-            states.pop(destination, None)
-        else:
-            states[destination] = state
+        return [(posting_id.encode() + _at(destination), None if state is None else message.value())]
 
 
-def _from_update(update: PostingUpdate) -> PostingView:
-    deleted = update.op == Op.DELETED
-    return PostingView(
-        update.posting_id,
-        update.version,
-        deleted,
-        None if deleted else update.posting,
-        update.last_update_time_millis,
-    )
+def _at(destination: Destination) -> bytes:
+    return b"\x00" + destination.value.encode()

@@ -15,6 +15,7 @@ A store is rebuilt from Kafka (wiped, checkpoint 0), never served, when it
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import shutil
@@ -28,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client import Counter, Gauge
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
 
 from schemas.kafka import KafkaSettings, coordinates
 from schemas.replay import replay
@@ -39,6 +40,11 @@ Put = tuple[bytes, bytes | None]  # (key, value); value None deletes the key
 _DATA = b"d"  # data keys are b"d" + key; the store's own keys begin with b"m"
 _META = b"m:meta"
 _WEEK_S = 7 * 24 * 3600.0
+# Every store of a process shares one block cache and one memtable budget, so memory does
+# not grow with the number of partitions a process holds (RocksDB's defaults give each
+# database a cache of its own and up to 2 x 64 MiB of memtables).
+_BLOCK_CACHE_BYTES = 32 << 20
+_MEMTABLE_BYTES = 64 << 20
 
 REBUILDS = Counter(
     "jobpost_state_rebuilds_total", "Local stores thrown away and rebuilt, by reason", ["reason"]
@@ -71,6 +77,11 @@ def source_identity(kafka: KafkaSettings, topic: str) -> str:
     return f"{cluster}/{description.topic_id}"
 
 
+class StateLocked(Exception):
+    """Another store (of this process or another) has this folder open: it is in use, not
+    corrupt, so it is neither served nor thrown away."""
+
+
 class PartitionStore:
     def __init__(self, path: Path, identity: str, max_age_s: float = _WEEK_S) -> None:
         self.path = path
@@ -85,7 +96,9 @@ class PartitionStore:
         try:
             db = Rdict(str(self.path), _options())
             meta = db.get(_META)
-        except Exception as exc:  # noqa: BLE001 - RocksDB reports corruption as a bare Exception
+        except Exception as exc:  # RocksDB reports corruption (and a held lock) as a bare Exception
+            if "lock" in str(exc).lower():  # "While lock file: ...", "lock hold by current process"
+                raise StateLocked(f"{self.path} is in use: {str(exc).splitlines()[0]}") from exc
             return self._rebuild(f"unreadable: {str(exc).splitlines()[0]}")
         if meta is None:
             return db  # new
@@ -154,10 +167,42 @@ class PartitionStore:
         self._db.close()
 
 
+_shared: tuple[Cache, WriteBufferManager] | None = None
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc: its allocator returns memory by its own rules
+        return None
+
+
+def release_free_memory() -> None:
+    """Hand memory freed after a burst of writes back to the system (glibc keeps it)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
 def _options() -> Options:
+    global _shared
+    if _shared is None:  # made on first use, not at import
+        _shared = (Cache(_BLOCK_CACHE_BYTES), WriteBufferManager(_MEMTABLE_BYTES, False))
+        libc = _libc()
+        if libc is not None:
+            # Memtable blocks (1 MiB) come from mmap and go back when freed; otherwise
+            # glibc raises its threshold and scatters them over a heap it never shrinks.
+            libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    cache, memtables = _shared
+    tables = BlockBasedOptions()
+    tables.set_block_cache(cache)
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.set_paranoid_checks(True)
+    options.set_block_based_table_factory(tables)
+    options.set_write_buffer_manager(memtables)
     return options
 
 

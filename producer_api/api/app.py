@@ -49,8 +49,8 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         commands = CommandClient(settings.kafka)
-        view = PostingsView(settings.kafka)
-        deliveries = DeliveriesView(settings.kafka)
+        view = PostingsView(settings.kafka, settings.state)
+        deliveries = DeliveriesView(settings.kafka, settings.state)
         commands.start()
         view.start()
         deliveries.start()

@@ -20,6 +20,8 @@ from schemas.model import (
     Posting,
     Reply,
 )
+from schemas.partitioning import partition_for
+from schemas.stores import PartitionStore
 
 
 class FakeCommands:
@@ -68,12 +70,16 @@ def test_a_refusal_is_a_posting_error_naming_the_outcome():
     assert (refused.value.kind, refused.value.version) == ("GONE", 3)
 
 
-def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded():
+def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded(tmp_path):
     postings = service(FakeCommands(version=2))
     asyncio.run(postings.replace("p1", Posting("T", ""), None, None))
     state = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=2, attempts=1)
     record = state_record("jobpost.deliveries", 0, state)
-    postings.deliveries_view.apply(Message(key=str(record.key).encode(), value=record.value))
+    deliveries = postings.deliveries_view
+    store = deliveries.stores.open[partition_for("p1", deliveries.kafka.partitions)] = PartitionStore(
+        tmp_path / "deliveries", "unit-test"
+    )  # what the follower would have opened
+    store.write(deliveries.apply(Message(key=str(record.key).encode(), value=record.value)), 1)
 
     view, progress = postings.deliveries("p1")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.stores import _META, PartitionStore
+from schemas.stores import _META, PartitionStore, StateLocked
 
 IDENTITY = "cluster-a/topic-1"
 
@@ -91,3 +91,10 @@ def test_an_empty_source_gives_an_empty_store(tmp_path: Path, n: int) -> None:
     store = PartitionStore(tmp_path / str(n), IDENTITY)
     store.check_bounds(0, 0)
     assert store.checkpoint == 0 and store.rebuilt is None
+
+
+def test_a_store_in_use_is_reported_never_thrown_away(tmp_path: Path) -> None:
+    first = filled(tmp_path / "0", 1000)
+    with pytest.raises(StateLocked):
+        PartitionStore(tmp_path / "0", IDENTITY)
+    assert first.get(b"p000001") is not None and first.checkpoint == 1000

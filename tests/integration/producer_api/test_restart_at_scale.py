@@ -1,0 +1,78 @@
+"""50,000 postings in the log: a replica restarted with its state on disk is ready and
+writes within a bound taken from the benchmark, and reads what the log says."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import httpx
+
+from bench.seed import seed
+from schemas.kafka import KafkaSettings
+from tests.processes import ApiProcess, wait_until
+
+N = 50_000
+TOKEN = "test-token"
+# bench/README.md ("State at scale"): at 50,000 postings a restart with its state on disk
+# took 3.3 s to /readyz 200 and a write; the bound is five times that.
+RESTART_BOUND_S = 5 * 3.3
+
+
+def ready(api: ApiProcess) -> bool:
+    if api.popen.poll() is not None:
+        raise AssertionError(f"{api.name} exited:\n{api.log_tail()}")
+    try:
+        return httpx.get(f"{api.url}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def write(api: ApiProcess, posting_id: str, title: str) -> int | None:
+    body = {"title": title, "description": "d", "notes": ""}
+    try:
+        response = httpx.put(f"{api.url}/postings/{posting_id}", json=body, headers=api.headers, timeout=15)
+    except httpx.HTTPError:
+        return None
+    return int(response.json()["version"]) if response.status_code == 200 else None
+
+
+def test_a_restart_with_state_on_disk_is_fast_and_reads_match_the_log(
+    kafka_bootstrap, elasticsearch_url, unique, tmp_path
+):
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=unique, partitions=6)
+    seeded = seed(kafka, N, progress=lambda _: None)
+    state = str(tmp_path / "api")
+
+    first = ApiProcess(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state)
+    try:
+        wait_until(lambda: ready(first), 300, "the first start to restore 50,000 postings")
+        assert wait_until(lambda: write(first, seeded.posting_ids[0], "First start"), 30, "a write") == 1
+    finally:
+        first.stop()
+
+    started = time.monotonic()
+    again = ApiProcess(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state)
+    try:
+        wait_until(lambda: ready(again), RESTART_BOUND_S, "the restarted replica to be ready")
+        version = wait_until(
+            lambda: write(again, seeded.posting_ids[1], "After restart"), RESTART_BOUND_S, "a write"
+        )
+        elapsed = time.monotonic() - started
+        assert version == 1 and elapsed < RESTART_BOUND_S, elapsed
+
+        sample = random.Random(7).sample(range(2, N), 500)
+        with httpx.Client(headers=again.headers, timeout=15) as http:
+            for i in sample:
+                read = http.get(f"{again.url}/postings/{seeded.posting_ids[i]}")
+                assert read.status_code == 200, read.text
+                assert (read.json()["version"], read.json()["title"]) == (
+                    0,
+                    f"Stream Processing Engineer {i}",
+                )
+            for posting_id, title, version in ((seeded.posting_ids[0], "First start", 1),
+                                               (seeded.posting_ids[1], "After restart", 1)):  # fmt: skip
+                read = http.get(f"{again.url}/postings/{posting_id}").json()
+                assert (read["version"], read["title"]) == (version, title)
+    finally:
+        again.stop()
