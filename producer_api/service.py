@@ -94,18 +94,22 @@ class PostingService:
                 await self.view.wait_for_end(posting_id, timeout_s)
             except Exception as exc:
                 raise Unavailable(f"the read view did not catch up: {exc}") from exc
-        view = self.view.get(posting_id)
-        if view is None:
-            raise PostingError(Outcome.NOT_FOUND, _REFUSALS[Outcome.NOT_FOUND])
+        view = self._found(posting_id)
         if view.deleted:
             raise PostingError(Outcome.GONE, _REFUSALS[Outcome.GONE], view.version)
         return view
 
-    def deliveries(self, posting_id: str) -> tuple[PostingView, dict[str, dict[str, Any]]]:
-        """The posting's newest version and its progress at every destination."""
+    def _found(self, posting_id: str) -> PostingView:
         view = self.view.get(posting_id)
         if view is None:
+            if self.view.restoring(posting_id):  # not read yet is not "not found"
+                raise Unavailable("this replica is still reading the posting's partition")
             raise PostingError(Outcome.NOT_FOUND, _REFUSALS[Outcome.NOT_FOUND])
+        return view
+
+    def deliveries(self, posting_id: str) -> tuple[PostingView, dict[str, dict[str, Any]]]:
+        """The posting's newest version and its progress at every destination."""
+        view = self._found(posting_id)
         states = self.deliveries_view.get(posting_id)
         progress = {}
         for destination in Destination:

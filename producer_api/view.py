@@ -86,6 +86,13 @@ class LogView:
     def ready_partitions(self) -> list[int]:
         return sorted(set(self._targets) - self._behind)
 
+    def restoring(self, posting_id: str) -> bool:
+        """True while the posting's partition has not caught up since the view started:
+        what the view lacks may still be on its way, so "not found" is not an answer yet."""
+        if self.ready.is_set():
+            return False
+        return partition_for(posting_id, self._partition_count) not in self.ready_partitions
+
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
         # can block behind its fetch.

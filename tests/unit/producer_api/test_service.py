@@ -6,7 +6,7 @@ import asyncio
 import pytest
 from confluent_kafka import Message
 
-from producer_api.service import PostingError, PostingService, request_fingerprint
+from producer_api.service import PostingError, PostingService, Unavailable, request_fingerprint
 from producer_api.view import DeliveriesView, PostingsView
 from schemas.deliveries import state_record
 from schemas.kafka import KafkaSettings
@@ -93,3 +93,15 @@ def test_progress_covers_every_destination_with_pending_where_nothing_is_recorde
         "delivered_version": None, "status": "pending", "attempts": 0,
         "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
     }  # fmt: skip
+
+
+def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
+    postings = service(FakeCommands())
+    view = postings.view  # never started: no partition has been read yet
+    with pytest.raises(Unavailable):
+        asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
+
+    view.ready.set()  # every partition caught up
+    with pytest.raises(PostingError) as refused:
+        asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
+    assert refused.value.kind == Outcome.NOT_FOUND
