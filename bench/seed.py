@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from consumers.config import ConsumerSettings
 from schemas import codec
 from schemas.deliveries import state_record
-from schemas.kafka import KafkaSettings
+from schemas.kafka import KafkaSettings, produce_waiting
 from schemas.model import (
     DeliveryState,
     DeliveryStatus,
@@ -138,7 +138,7 @@ def _write_postings(producer: Producer, topic: str, ids: list[str], partitions: 
             last_update_time_millis=now,
             accepted_at=now,
         )
-        _produce(producer, topic, posting_id, encode(update), partition, reports.callback(i))
+        produce_waiting(producer, topic, posting_id, encode(update), partition, reports.callback(i))
     _flush(producer)
     reports.check()
     return reports.offsets
@@ -155,31 +155,15 @@ def _write_states(
         state = SequencerState(
             posting_id, version=0, deleted=False, last_update_time_millis=now, offset=offset
         )
-        _produce(producer, topics.sequencer_state, posting_id, encode_state(state), partition, report)
+        produce_waiting(producer, topics.sequencer_state, posting_id, encode_state(state), partition, report)
         for destination in (Destination.LINKEDIN, Destination.INDEED):
             delivered = DeliveryState(
                 destination, posting_id, DeliveryStatus.DELIVERED, delivered_version=0, updated_at=now
             )
             record = state_record(topics.deliveries, partition, delivered)
-            _produce(producer, record.topic, record.key, record.value, partition, report)
+            produce_waiting(producer, record.topic, record.key, record.value, partition, report)
     _flush(producer)
     reports.check()
-
-
-def _produce(
-    producer: Producer,
-    topic: str,
-    key: str | bytes | None,
-    value: bytes | None,
-    partition: int,
-    report: Callable[[KafkaError | None, Message], None],
-) -> None:
-    while True:
-        try:
-            producer.produce(topic, value, key, partition=partition, on_delivery=report)
-            return
-        except BufferError:  # the local queue is full: let librdkafka send some
-            producer.poll(0.05)
 
 
 def _flush(producer: Producer, timeout: float = 600.0) -> None:

@@ -107,16 +107,8 @@ class DeliveryRunner:
         self._stop.set()
 
     async def run(self) -> None:
-        self.consumer = Consumer(
-            self.settings.kafka.consumer_config(
-                self.settings.group,
-                **{
-                    "partition.assignment.strategy": "cooperative-sticky",
-                    "session.timeout.ms": self.settings.session_timeout_ms,
-                    "heartbeat.interval.ms": max(1000, self.settings.session_timeout_ms // 5),
-                },
-            )
-        )
+        kafka = self.settings.kafka
+        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
         self.consumer.subscribe(
             [self.topics.postings],
             on_assign=self._on_assign,

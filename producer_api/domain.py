@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas.model import Action, Command, KeyUse, Op, Outcome, Posting, PostingUpdate, SequencerState
+from schemas.model import Action, Command, KeyUse, Op, Outcome, Posting, PostingUpdate, Reply, SequencerState
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 _OP_OF = {Action.CREATE: Op.CREATED, Action.REPLACE: Op.UPDATED, Action.DELETE: Op.DELETED}
@@ -35,6 +35,17 @@ class Result:
     version: int | None = None
     deleted: bool = False
     last_update_time_millis: int | None = None
+
+    def reply_to(self, command: Command) -> Reply:
+        return Reply(
+            request_id=command.request_id,
+            correlation_id=command.correlation_id,
+            posting_id=command.posting_id,
+            outcome=self.outcome,
+            version=self.version,
+            deleted=self.deleted,
+            last_update_time_millis=self.last_update_time_millis,
+        )
 
 
 @dataclass

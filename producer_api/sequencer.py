@@ -3,13 +3,13 @@
 A consumer group over `jobpost.commands`. For each partition it owns it knows, per posting
 of the same partition of `jobpost.postings`, what deciding a command needs (version,
 deleted, where the newest version lies, recent idempotency keys; never the text): in a
-local store (schemas.stores) that mirrors the compacted changelog `jobpost.sequencer-state`
-and is brought up to date on assignment by reading the changelog from the store's
-checkpoint. Each poll becomes one Kafka transaction: the PostingUpdates, the replies, the
-dead letters of commands it cannot read, the changed postings' states for the changelog,
-and the command offsets (`send_offsets_to_transaction` with the group metadata, so a
-zombie member is fenced). The local store takes the same states once the transaction
-committed, so it never holds what Kafka does not.
+local store that mirrors the compacted changelog `jobpost.sequencer-state`, brought up to
+date on assignment (producer_api.sequencer_restore). Each poll becomes one Kafka
+transaction: the PostingUpdates, the replies, the dead letters of commands it cannot read,
+the changed postings' states for the changelog, and the command offsets
+(`send_offsets_to_transaction` with the group metadata, so a zombie member is fenced). The
+local store takes the same states once the transaction committed, so it never holds what
+Kafka does not.
 
 Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
@@ -20,7 +20,6 @@ and its supervisor restarts it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -29,13 +28,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from prometheus_client import Counter, Histogram
 
 from producer_api.config import SequencerSettings
-from producer_api.domain import PartitionState, Result
+from producer_api.domain import PartitionState
+from producer_api.sequencer_restore import Restorer
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
-from schemas.kafka import coordinates, end_offset, is_record, poll_batch, record_lag
-from schemas.model import Command, Posting, Reply, SequencerState
-from schemas.replay import replay
-from schemas.stores import PartitionStore, Put, Stores
+from schemas.kafka import coordinates, is_record, poll_batch, produce_waiting, record_lag
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -108,25 +105,12 @@ class _Session:
         self.settings = sequencer.settings
         self.topics = sequencer.topics
         self.states: dict[int, PartitionState] = {}
-        self.stores = Stores(
-            self.settings.state, self.settings.kafka, "sequencer", self.topics.sequencer_state
-        )
-        self.texts: Consumer | None = None  # reads a posting's text for its delete
         self._offsets: dict[str, int] = {}  # posting id -> offset of its new version, this batch
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self._failed: list[KafkaError] = []
         self.came_up = False
         kafka = self.settings.kafka
-        self.consumer = Consumer(
-            kafka.consumer_config(
-                self.settings.group,
-                **{
-                    "partition.assignment.strategy": "cooperative-sticky",
-                    "session.timeout.ms": self.settings.session_timeout_ms,
-                    "heartbeat.interval.ms": max(1000, self.settings.session_timeout_ms // 5),
-                },
-            )
-        )
+        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
         self.producer = Producer(
             kafka.producer_config(
                 **{
@@ -140,6 +124,8 @@ class _Session:
                 }
             )
         )
+        self.restorer = Restorer(self.settings, self.consumer, self.producer)
+        self.stores = self.restorer.stores
 
     def run(self) -> None:
         try:
@@ -159,9 +145,7 @@ class _Session:
         finally:
             self.consumer.close()
             self._abort_open_transaction()
-            self.stores.close()
-            if self.texts is not None:
-                self.texts.close()
+            self.restorer.close()
 
     def _abort_open_transaction(self) -> None:
         """A failed session may leave its transaction open, holding every read_committed
@@ -180,124 +164,15 @@ class _Session:
         # this member sequence its commands a second time (found by `make chaos`).
         numbers = [tp.partition for tp in partitions]
         self.sequencer.restoring |= set(numbers)
-        self._await_settled(consumer, numbers)
+        self.restorer.await_settled(numbers)
         consumer.committed(partitions, timeout=60)
         for number in numbers:
             started = time.monotonic()
-            self.states[number] = self._restore(number)
+            self.states[number] = self.restorer.restore(number)
             self.sequencer.assigned.add(number)
             self.sequencer.restoring.discard(number)
             log.info("sequencer partition %d ready in %.1f s", number, time.monotonic() - started)
         log.info("sequencer owns partitions %s", sorted(self.sequencer.assigned))
-
-    def _restore(self, number: int) -> PartitionState:
-        """The partition's state: the local store brought up to the end of the changelog
-        (only what was written since its checkpoint is read). A changelog that is empty
-        while postings are not (a log written before the changelog existed) is derived
-        from postings once."""
-        changelog, postings = self.topics.sequencer_state, self.topics.postings
-        if (
-            end_offset(self.consumer, changelog, number) == 0
-            and end_offset(self.consumer, postings, number) > 0
-        ):
-            store = self._derive_changelog(number)
-        else:
-            store = self.stores.restore(number, _changelog_puts, self.settings.restore_timeout_s)
-
-        def load(posting_id: str) -> SequencerState | None:
-            value = store.get(posting_id.encode())
-            return None if value is None else codec.sequencer_states().decode(value)
-
-        return PartitionState(load, lambda posting_id, offset: self._text_at(number, posting_id, offset))
-
-    def _derive_changelog(self, number: int) -> PartitionStore:
-        """Read the partition of postings once, and write what the sequencer knows of each
-        posting to the changelog, in one transaction (a changelog is complete or empty),
-        and to the local store."""
-        log.warning(
-            "deriving %s partition %d from %s", self.topics.sequencer_state, number, self.topics.postings
-        )
-        derived = PartitionState()
-
-        def fold(message: Message) -> None:
-            try:
-                posting_id, update = records.posting_update(message)
-            except records.PoisonRecord as exc:
-                records.note_poison("sequencer-restore", message, exc.reason)
-                return
-            derived.apply(posting_id, update, coordinates(message)[2])
-
-        replay(self.settings.kafka, self.topics.postings, [number], fold, self.settings.restore_timeout_s)
-        puts = [
-            (pid.encode(), codec.sequencer_states().encode(s.record(pid)))
-            for pid, s in derived.take().items()
-        ]
-        self.producer.begin_transaction()
-        for key, value in puts:
-            self._produce(self.topics.sequencer_state, key, value, number)
-        self.producer.commit_transaction(60)
-        store = self.stores.get(number)
-        store.check_bounds(0, 0)  # whatever it held came from no changelog
-        store.write(puts, end_offset(self.consumer, self.topics.sequencer_state, number))
-        self._written.pop(number, None)
-        return store
-
-    def _text_at(self, number: int, posting_id: str, offset: int) -> Posting:
-        """The posting's newest text, from its record at `offset` of the partition of
-        postings (a delete's DELETED version carries it). Should the state not know where
-        that is, the partition is read for it: slow, but never a stuck posting."""
-        if self.texts is None:
-            self.texts = Consumer(self.settings.kafka.consumer_config(f"{self.settings.group}-texts"))
-        if offset >= 0:
-            self.texts.assign([TopicPartition(self.topics.postings, number, offset)])
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                message = self.texts.poll(0.5)
-                if message is None or not is_record(message):
-                    continue
-                key, update = records.posting_update(message)
-                if coordinates(message)[2] == offset and key == posting_id and update is not None:
-                    return update.posting
-                break
-        log.warning("reading partition %d of %s for the text of %s", number, self.topics.postings, posting_id)
-        newest: list[Posting] = []
-
-        def fold(message: Message) -> None:
-            with contextlib.suppress(records.PoisonRecord):
-                key, update = records.posting_update(message)
-                if key == posting_id and update is not None:
-                    newest[:] = [update.posting]
-
-        replay(self.settings.kafka, self.topics.postings, [number], fold, self.settings.restore_timeout_s)
-        if not newest:
-            raise LookupError(f"{posting_id!r} has no version in {self.topics.postings}")
-        return newest[0]
-
-    def _await_settled(self, consumer: Consumer, numbers: list[int]) -> None:
-        """Wait until no transaction is open on these partitions of `jobpost.postings` and
-        the changelog: the last stable offset (what a read_committed reader may see) has
-        reached the high watermark. A dead owner's transaction ends at the latest after
-        its timeout."""
-        probe = Consumer(self.settings.kafka.consumer_config(
-            f"{self.settings.group}-probe", **{"isolation.level": "read_uncommitted"}
-        ))  # fmt: skip
-        deadline = time.monotonic() + self.settings.transaction_timeout_ms / 1000 + 30
-        topics = (self.topics.postings, self.topics.sequencer_state)
-        try:
-            while True:
-                open_ = [
-                    (topic, n)
-                    for topic in topics
-                    for n in numbers
-                    if end_offset(consumer, topic, n) < end_offset(probe, topic, n)
-                ]
-                if not open_:
-                    return
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"transactions stay open on {open_}")
-                time.sleep(0.1)
-        finally:
-            probe.close()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -324,7 +199,7 @@ class _Session:
         if changes:
             for number, puts in changes.items():
                 for key, value in puts:
-                    self._produce(self.topics.sequencer_state, key, value, number)
+                    self._produce_state(key, value, number)
         if offsets:
             positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
             self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(), 30)
@@ -356,20 +231,15 @@ class _Session:
         self._offsets.clear()
         return changes
 
-    def _produce(self, topic: str, key: bytes, value: bytes, partition: int) -> None:
-        """Produce to the changelog, waiting while the producer's queue is full."""
+    def _produce_state(self, key: bytes, value: bytes, partition: int) -> None:
+        """A changelog record; its delivery report moves the partition's checkpoint."""
 
         def delivered(error: KafkaError | None, message: Message) -> None:
             if error is None:
                 written = self._written.get(partition, -1)
                 self._written[partition] = max(written, message.offset() or 0)
 
-        while True:
-            try:
-                self.producer.produce(topic, key=key, value=value, partition=partition, on_delivery=delivered)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
+        produce_waiting(self.producer, self.topics.sequencer_state, key, value, partition, delivered)
 
     def _sequence(self, message: Message) -> None:
         try:
@@ -406,7 +276,7 @@ class _Session:
         self.producer.produce(
             self.topics.replies,
             key=command.correlation_id,
-            value=codec.replies().encode(_reply(command, decision.result)),
+            value=codec.replies().encode(decision.result.reply_to(command)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
 
@@ -418,26 +288,3 @@ class _Session:
         key, offset = message.key(), message.offset()
         if key is not None and offset is not None:
             self._offsets[key.decode()] = offset
-
-
-def _changelog_puts(message: Message) -> list[Put]:
-    """A changelog record as it goes into the local store: its bytes, once they are known
-    to be a SequencerState of the key's posting (a poison record is counted and skipped)."""
-    try:
-        posting_id, state = records.sequencer_state(message)
-    except records.PoisonRecord as exc:
-        records.note_poison("sequencer-restore", message, exc.reason)
-        return []
-    return [(posting_id.encode(), None if state is None else message.value())]
-
-
-def _reply(command: Command, result: Result) -> Reply:
-    return Reply(
-        request_id=command.request_id,
-        correlation_id=command.correlation_id,
-        posting_id=command.posting_id,
-        outcome=result.outcome,
-        version=result.version,
-        deleted=result.deleted,
-        last_update_time_millis=result.last_update_time_millis,
-    )

@@ -8,9 +8,10 @@ idempotence; every reader of a transactional topic uses `read_committed`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Gauge
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +66,18 @@ class KafkaSettings(BaseSettings):
             "auto.offset.reset": "earliest",
             **overrides,
         }
+
+    def member_config(self, group_id: str, session_timeout_ms: int) -> dict[str, Any]:
+        """A consumer-group member that keeps its partitions across rebalances where it can
+        (cooperative-sticky) and is declared dead after `session_timeout_ms` of silence."""
+        return self.consumer_config(
+            group_id,
+            **{
+                "partition.assignment.strategy": "cooperative-sticky",
+                "session.timeout.ms": session_timeout_ms,
+                "heartbeat.interval.ms": max(1000, session_timeout_ms // 5),
+            },
+        )
 
 
 def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Message]:
@@ -132,3 +145,24 @@ def record_lag(consumer: Consumer, group: str, committed: list[TopicPartition]) 
         except KafkaException:
             continue
         CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))
+
+
+def produce_waiting(
+    producer: Producer,
+    topic: str,
+    key: str | bytes | None,
+    value: bytes | None,
+    partition: int,
+    on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+) -> None:
+    """Produce one record, serving delivery reports while the producer's local queue is
+    full (a bulk write: a restore's changelog, a benchmark's seed)."""
+    while True:
+        try:
+            if on_delivery is None:
+                producer.produce(topic, value, key, partition=partition)
+            else:
+                producer.produce(topic, value, key, partition=partition, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.05)
