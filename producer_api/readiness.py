@@ -21,8 +21,8 @@ from confluent_kafka.admin import AdminClient
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
+from producer_api.log_view import LogView
 from producer_api.sequencer import Sequencer
-from producer_api.view import LogView
 from schemas.topics import Topics
 
 Checks = dict[str, str | None]  # check -> None when it passes, else why not
