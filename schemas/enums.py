@@ -1,0 +1,67 @@
+"""The enums of the contract (Avro enums and the destination names), with lookups by
+symbol for the decoders in schemas.model."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class Op(StrEnum):
+    """What an accepted change did to the posting (Avro `PostingOp`)."""
+
+    CREATED = "CREATED"
+    UPDATED = "UPDATED"
+    DELETED = "DELETED"
+
+
+class Action(StrEnum):
+    """What a command asks for (Avro `CommandAction`)."""
+
+    CREATE = "CREATE"
+    REPLACE = "REPLACE"
+    DELETE = "DELETE"
+
+
+class Outcome(StrEnum):
+    """What the sequencer answered (Avro `CommandOutcome`)."""
+
+    ACCEPTED = "ACCEPTED"
+    NOT_FOUND = "NOT_FOUND"
+    GONE = "GONE"
+    VERSION_MISMATCH = "VERSION_MISMATCH"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    KEY_REUSED = "KEY_REUSED"
+
+
+class DeliveryStatus(StrEnum):
+    """Where a posting stands at one destination (Avro `DeliveryStatus`)."""
+
+    DELIVERED = "DELIVERED"
+    PENDING = "PENDING"
+    RETRYING = "RETRYING"
+    FAILED = "FAILED"
+    CLOSED = "CLOSED"
+
+
+class Destination(StrEnum):
+    """Where postings go; the first part of a `jobpost.deliveries` key (an Avro string)."""
+
+    LINKEDIN = "linkedin"
+    INDEED = "indeed"
+    SEARCH = "search"
+
+
+def _by_symbol(enum: type[E]) -> dict[str, E]:
+    """Members by Avro symbol: a dict lookup, where `enum(symbol)` costs ten times more on
+    every decoded record. An unknown symbol is a KeyError (the codec's SerializationError)."""
+    return {member.value: member for member in enum}
+
+
+_OPS = _by_symbol(Op)
+_ACTIONS = _by_symbol(Action)
+_OUTCOMES = _by_symbol(Outcome)
+_STATUSES = _by_symbol(DeliveryStatus)
+_DESTINATIONS = _by_symbol(Destination)
