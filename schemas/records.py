@@ -64,15 +64,23 @@ def _decode(value: bytes | None, decoder: RecordCodec[R]) -> R:
         raise PoisonRecord(str(exc)) from exc
 
 
-def posting_update(message: Message) -> tuple[str, PostingUpdate | None]:
-    """(posting id, the PostingUpdate) of a `jobpost.postings` record; None for a tombstone."""
+P = TypeVar("P", PostingUpdate, SequencerState)
+
+
+def _keyed_by_posting(message: Message, decoder: RecordCodec[P]) -> tuple[str, P | None]:
+    """(posting id, the record) of a topic keyed by posting id; None for a tombstone."""
     posting_id = text_key(message)
     if message.value() is None:
         return posting_id, None
-    update = _decode(message.value(), codec.posting_updates())
-    if update.posting_id != posting_id:
-        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {update.posting_id!r}")
-    return posting_id, update
+    record = _decode(message.value(), decoder)
+    if record.posting_id != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {record.posting_id!r}")
+    return posting_id, record
+
+
+def posting_update(message: Message) -> tuple[str, PostingUpdate | None]:
+    """(posting id, the PostingUpdate) of a `jobpost.postings` record; None for a tombstone."""
+    return _keyed_by_posting(message, codec.posting_updates())
 
 
 def command(message: Message) -> Command:
@@ -110,10 +118,4 @@ def delivery_state(message: Message) -> tuple[Destination, str, DeliveryState | 
 def sequencer_state(message: Message) -> tuple[str, SequencerState | None]:
     """(posting id, the SequencerState) of a `jobpost.sequencer-state` record; None for a
     tombstone."""
-    posting_id = text_key(message)
-    if message.value() is None:
-        return posting_id, None
-    state = _decode(message.value(), codec.sequencer_states())
-    if state.posting_id != posting_id:
-        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {state.posting_id!r}")
-    return posting_id, state
+    return _keyed_by_posting(message, codec.sequencer_states())

@@ -11,9 +11,11 @@ from schemas.model import (
     DeliveryState,
     DeliveryStatus,
     Destination,
+    KeyUse,
     Op,
     Posting,
     PostingUpdate,
+    SequencerState,
 )
 
 STATE = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=3, updated_at=5)
@@ -89,3 +91,21 @@ def test_a_create_or_replace_without_a_posting_is_poison_not_a_stuck_sequencer(a
     value = codec.commands().encode(Command("r", "p1", action, 5))
     with pytest.raises(records.PoisonRecord, match="without a posting"):
         records.command(on_topic(b"p1", value))
+
+
+def test_a_sequencer_state_reads_back_typed_and_unusable_ones_are_poison():
+    state = SequencerState("p1", 4, False, 9, 120, (KeyUse("k", Action.REPLACE, "f", 4, False, 9),))
+    value = codec.sequencer_states().encode(state)
+
+    def on_changelog(key: bytes, value: bytes | None) -> Message:
+        return Message(topic="jobpost.sequencer-state", partition=0, offset=0, key=key, value=value)
+
+    assert records.sequencer_state(on_changelog(b"p1", value)) == ("p1", state)
+    assert records.sequencer_state(on_changelog(b"p1", None)) == ("p1", None)
+    for key, bad, reason in (
+        (b"p2", value, "does not match"),
+        (b"p1", b"\x00junk", None),
+        (b"\xff", value, "UTF-8"),
+    ):
+        with pytest.raises(records.PoisonRecord, match=reason):
+            records.sequencer_state(on_changelog(key, bad))
