@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import shutil
 import tempfile
 import time
-import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,17 +24,24 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from bench.common import local_kafka, percentiles
+from bench.probes import (
+    DEADLINE_S,
+    Stopwatch,
+    alive,
+    disk_mib,
+    ready_and_written,
+    rss_mib,
+    start_api,
+    until_ready,
+    until_written,
+)
 from bench.seed import Seeded, seed
-from bench.write_path import BODY, TOKEN, closed_loop, open_loop
-from jobpost import stack
+from bench.write_path import closed_loop, open_loop
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
 from schemas.kafka import KafkaSettings
 
 RESULTS = Path(__file__).with_name("results")
 LOAD_SECONDS = 20.0
-# Long enough for today's restore from the whole log at a million postings; a figure not
-# reached in time is reported as such, not waited for forever.
-DEADLINE_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -54,98 +59,13 @@ class Figure:
         return f"{amount} {self.unit}" + (f" ({self.note})" if self.note else "")
 
 
-class Stopwatch:
-    """Seconds from a start, on the monotonic clock."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-
-def start_api(kafka: KafkaSettings, state_dir: Path) -> ApiProcess:
-    return ApiProcess(kafka, TOKEN, stack.StackSettings().elasticsearch_url, JOBPOST_STATE_DIR=str(state_dir))
-
-
-def _alive(process: Process) -> None:
-    if process.popen.poll() is not None:
-        raise AssertionError(f"{process.name} exited:\n{process.log_tail()}")
-
-
-async def _until_ready(api: ApiProcess, clock: Stopwatch) -> float | None:
-    async with httpx.AsyncClient(timeout=5) as http:
-        while clock.elapsed() < DEADLINE_S:
-            _alive(api)
-            try:
-                if (await http.get(f"{api.url}/readyz")).status_code == 200:
-                    return clock.elapsed()
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-    return None
-
-
-async def _until_written(api: ApiProcess, posting_id: str, clock: Stopwatch) -> tuple[float | None, int]:
-    """Retry one update (same Idempotency-Key, as a client would) until it is accepted:
-    (seconds, the version it made)."""
-    headers = {**api.headers, "Idempotency-Key": uuid.uuid4().hex}
-    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
-        while clock.elapsed() < DEADLINE_S:
-            _alive(api)
-            try:
-                response = await http.put(f"{api.url}/postings/{posting_id}", json=BODY)
-            except httpx.HTTPError:
-                await asyncio.sleep(0.1)
-                continue
-            if response.status_code == 200:
-                return clock.elapsed(), int(response.json()["version"])
-            if response.status_code < 500:
-                raise AssertionError(f"update refused: {response.status_code} {response.text}")
-            await asyncio.sleep(0.05)
-    return None, -1
-
-
-async def _ready_and_written(
-    api: ApiProcess, posting_id: str, clock: Stopwatch
-) -> tuple[float | None, float | None]:
-    ready, (written, _) = await asyncio.gather(
-        _until_ready(api, clock), _until_written(api, posting_id, clock)
-    )
-    return ready, written
-
-
-def rss_mib(process: Process) -> float:
-    """Resident memory of the process and its children (its own process group)."""
-    total_kib = 0
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(proc.name)) != process.popen.pid:
-                continue
-            status = (proc / "status").read_text()
-        except (OSError, ProcessLookupError):
-            continue
-        total_kib += next(
-            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
-        )
-    return total_kib / 1024
-
-
-def disk_mib(folder: Path) -> float:
-    """What `du` counts: allocated blocks."""
-    total = sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-    return total / 2**20
-
-
 def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures: list[Figure]) -> ApiProcess:
     """First start with no local state, then a restart with it; returns the replica, running."""
     posting_id = random.choice(seeded.posting_ids)
     clock = Stopwatch()
     api = start_api(kafka, state_dir)
     try:
-        ready, written = asyncio.run(_ready_and_written(api, posting_id, clock))
+        ready, written = asyncio.run(ready_and_written(api, posting_id, clock))
         figures.extend(
             [
                 Figure("API first start, no local state: write accepted", written, "s", "≤ 60 s"),
@@ -157,7 +77,7 @@ def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures:
         api.stop()
     clock = Stopwatch()
     api = start_api(kafka, state_dir)
-    ready, written = asyncio.run(_ready_and_written(api, posting_id, clock))
+    ready, written = asyncio.run(ready_and_written(api, posting_id, clock))
     figures.extend(
         [
             Figure("API restart, state on disk: /readyz 200", ready, "s"),
@@ -210,12 +130,12 @@ def _start_and_deliver(
     started = time.time()
     consumer = Process("scale-linkedin", ["consumer", "linkedin"], env)
     try:
-        accepted, version = asyncio.run(_until_written(api, posting_id, Stopwatch()))
+        accepted, version = asyncio.run(until_written(api, posting_id, Stopwatch()))
         note = f"update accepted after {accepted or 0:.1f} s"
         seen = f"{sandbox_url}/_sandbox/linkedin/postings/{posting_id}"
         deadline = time.monotonic() + DEADLINE_S
         while time.monotonic() < deadline:
-            _alive(consumer)
+            alive(consumer)
             board = httpx.get(seen).json()
             if version in board.get("versions", []):
                 applied_ms = board["applied_at_ms"][board["versions"].index(version)]
@@ -235,14 +155,14 @@ def failover(
     second = start_api(kafka, state_dir)
     try:
         clock = Stopwatch()
-        cold = asyncio.run(_until_ready(second, clock))
+        cold = asyncio.run(until_ready(second, clock))
         wait_until(lambda: _ready(first) and _ready(second), DEADLINE_S, "both replicas to be ready")
         on_zero = seeded.on_partition(0)
         owner = _owner(first, second, random.choice(on_zero))
         survivor = second if owner is first else first
         owner.kill()
         clock = Stopwatch()
-        written, _ = asyncio.run(_until_written(survivor, random.choice(on_zero), clock))
+        written, _ = asyncio.run(until_written(survivor, random.choice(on_zero), clock))
         return [
             Figure("second API replica, no local state, joining: /readyz 200", cold, "s"),
             Figure(
@@ -258,7 +178,7 @@ def _owner(first: ApiProcess, second: ApiProcess, posting_id: str) -> ApiProcess
     own command counter moves when it is written (nothing else writes to these topics)."""
     before = (_sequenced(first), _sequenced(second))
     for _ in range(3):
-        asyncio.run(_until_written(first, posting_id, Stopwatch()))
+        asyncio.run(until_written(first, posting_id, Stopwatch()))
     moved = (_sequenced(first) - before[0], _sequenced(second) - before[1])
     if (moved[0] > 0) == (moved[1] > 0):
         raise AssertionError(f"cannot tell which replica sequences partition 0: counters moved by {moved}")
@@ -275,7 +195,7 @@ def _sequenced(api: ApiProcess) -> float:
 
 
 def _ready(api: ApiProcess) -> bool:
-    _alive(api)
+    alive(api)
     try:
         return httpx.get(f"{api.url}/readyz", timeout=5).status_code == 200
     except httpx.HTTPError:
