@@ -28,7 +28,9 @@ from prometheus_client import Counter
 
 from consumers.errors import RejectedError, RetryableError
 from consumers.retry import RetryPolicy
-from schemas.deliveries import delivery_state
+from schemas.deliveries import delivery_event, delivery_state
+from schemas.enums import DeliveryOutcome
+from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,18 @@ class Outcomes(Protocol):
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         """Write the record to the dead-letter topic; return once it is acknowledged."""
+
+    def event(self, item: Item, event: DeliveryEvent) -> None:
+        """Publish what an attempt came to (the posting's timeline), without waiting."""
+
+
+# What each recorded status tells the timeline.
+_OUTCOME_OF = {
+    DeliveryStatus.DELIVERED: DeliveryOutcome.DELIVERED,
+    DeliveryStatus.CLOSED: DeliveryOutcome.CLOSED,
+    DeliveryStatus.RETRYING: DeliveryOutcome.RETRYING,
+    DeliveryStatus.FAILED: DeliveryOutcome.DEAD_LETTERED,
+}
 
 
 @dataclass
@@ -192,6 +206,7 @@ class LaneScheduler:
         while True:
             if lane.superseded(item):
                 DELIVERIES.labels(self.destination, "superseded").inc()
+                self._event(item, DeliveryOutcome.SKIPPED, attempts, "superseded by a later delete")
                 return
             first = first or self.clock.now_ms()
             try:
@@ -264,7 +279,22 @@ class LaneScheduler:
             next_attempt_at=next_at,
             last_error=error,
         )
+        self._event(item, _OUTCOME_OF[status], attempts, error, next_at)
         await self.outcomes.record(item, state)
+
+    def _event(
+        self,
+        item: Item,
+        outcome: DeliveryOutcome,
+        attempts: int,
+        error: str | None,
+        next_at: int | None = None,
+    ) -> None:
+        event = delivery_event(
+            self.destination, item.posting_id, item.version, outcome, attempts,
+            error=error, next_attempt_at=next_at, at=self.clock.now_ms(),
+        )  # fmt: skip
+        self.outcomes.event(item, event)
 
     async def _dead_letter(self, item: Item, error: str, attempts: int, first: int) -> None:
         DELIVERIES.labels(self.destination, "dead_lettered").inc()

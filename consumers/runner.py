@@ -24,7 +24,8 @@ from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from schemas import records
 from schemas.dead_letters import dead_letter
-from schemas.deliveries import state_record
+from schemas.deliveries import event_record, publish, state_record
+from schemas.events import DeliveryEvent
 from schemas.kafka import coordinates, is_record, record_lag
 from schemas.model import DeliveryState
 from schemas.outbox import deliver
@@ -36,7 +37,8 @@ log = logging.getLogger(__name__)
 
 class KafkaOutcomes:
     """Delivery states to `jobpost.deliveries` and then the local store, dead letters to
-    `jobpost.<group>.dlq`; each call returns once Kafka acknowledged the record."""
+    `jobpost.<group>.dlq`; each call returns once Kafka acknowledged the record. Events to
+    `jobpost.delivery-events`, without waiting."""
 
     def __init__(self, producer: Producer, topics: Topics, group: str, states: StoredStates) -> None:
         self.producer = producer
@@ -49,6 +51,9 @@ class KafkaOutcomes:
         offset = await deliver(self.producer, outgoing)
         assert outgoing.value is not None
         self.states.record(item.partition, item.posting_id, outgoing.value, offset)  # no await between
+
+    def event(self, item: Item, event: DeliveryEvent) -> None:
+        publish(self.producer, event_record(self.topics.delivery_events, item.partition, event))
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version)

@@ -155,6 +155,10 @@ def create_sandbox() -> FastAPI:
     async def indeed(request: Request) -> Response:
         return await handle("indeed", request, apply_indeed)
 
+    @app.get("/_sandbox/{board}/faults")
+    async def get_faults(board: Board) -> Faults:
+        return boards[board].faults
+
     @app.put("/_sandbox/{board}/faults")
     async def set_faults(board: Board, faults: Faults) -> Faults:
         boards[board].faults = faults

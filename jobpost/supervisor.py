@@ -184,11 +184,15 @@ def component_env(
     token: str, settings: RunSettings, kafka: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment every component gets: the caller's, plus kafka_env's additions, the
-    token, and the sandbox as both boards unless real board URLs are set."""
+    token, and the sandbox as both boards unless real board URLs are set (then the
+    playground shows no fault switches)."""
     sandbox = f"http://127.0.0.1:{settings.sandbox_port}"
     env = {**os.environ, **(kafka or {}), "JOBPOST_API_TOKENS": token}
-    env.setdefault("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", f"{sandbox}/linkedin")
-    env.setdefault("JOBPOST_CONSUMER_INDEED__BASE_URL", f"{sandbox}/indeed")
+    boards = ("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", "JOBPOST_CONSUMER_INDEED__BASE_URL")
+    if not any(variable in env for variable in boards):
+        env.setdefault("JOBPOST_API_SANDBOX_URL", sandbox)
+    env.setdefault(boards[0], f"{sandbox}/linkedin")
+    env.setdefault(boards[1], f"{sandbox}/indeed")
     return env
 
 

@@ -63,6 +63,9 @@ class ApiSettings(BaseSettings):
     elasticsearch_url: str = "http://127.0.0.1:9200"
     search_alias: str = "job-postings"
     sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
+    sandbox_url: str | None = Field(
+        default=None, description="the sandbox whose fault switches /ops/boards shows (make run sets it)"
+    )
 
     @property
     def sequencer_group(self) -> str:

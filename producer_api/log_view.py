@@ -125,6 +125,14 @@ class LogView:
             store = self.stores.open.get(partition)
             return None if store is None else store.get(key.encode() + suffix)
 
+    def _scan(self, key: str, suffix: bytes) -> list[tuple[bytes, bytes]]:
+        """Every entry whose key starts with `key` plus `suffix`, in the store of `key`'s
+        partition, in key order."""
+        partition = partition_for(key, self._partition_count)
+        with self._lock:
+            store = self.stores.open.get(partition)
+            return [] if store is None else list(store.items(key.encode() + suffix))
+
     def _current(self, partition: int, key: bytes) -> bytes | None:
         """For `apply`: the key's value including what this poll batch has changed."""
         batch = self._batch.get(partition)

@@ -8,9 +8,10 @@ import time
 import uuid
 from typing import Any
 
+from producer_api import timeline
 from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
-from producer_api.view import DeliveriesView, PostingsView, PostingView
+from producer_api.view import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
 from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
 from schemas.search import SearchDocument
 
@@ -59,10 +60,12 @@ class PostingService:
         deliveries: DeliveriesView,
         search: TitleSearch,
         write_timeout_s: float,
+        events: DeliveryEventsView | None = None,
     ) -> None:
         self.commands = commands
         self.view = view
         self.deliveries_view = deliveries
+        self.events = events
         self.titles = search
         self.write_timeout_s = write_timeout_s
 
@@ -124,6 +127,19 @@ class PostingService:
                 "last_error": known.last_error,
             }
         return view, progress
+
+    def timeline(self, posting_id: str) -> dict[str, Any]:
+        """The posting's versions and what each came to at every destination."""
+        view = self._found(posting_id)
+        versions = [v for v in self.view.versions(posting_id) if v["version"] <= view.version]
+        if not versions:
+            title = view.posting.title if view.posting else ""
+            versions = timeline.fallback_versions(
+                view.version, view.deleted, title, view.last_update_time_millis
+            )
+        events = self.events.get(posting_id) if self.events is not None else []
+        states = self.deliveries_view.get(posting_id)
+        return timeline.build(posting_id, view.version, view.deleted, versions, events, states)
 
     async def _write(
         self,

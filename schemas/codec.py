@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from schemas.events import DeliveryEvent
 from schemas.model import Command, DeliveryState, PostingUpdate, Reply, SequencerState
 
 AVRO_DIR = Path(__file__).parent / "avro"
@@ -171,3 +172,8 @@ def delivery_states() -> RecordCodec[DeliveryState]:
 @cache
 def sequencer_states() -> RecordCodec[SequencerState]:
     return RecordCodec(AvroCodec.for_record("sequencer_state"), SequencerState.from_avro)
+
+
+@cache
+def delivery_events() -> RecordCodec[DeliveryEvent]:
+    return RecordCodec(AvroCodec.for_record("delivery_event"), DeliveryEvent.from_avro)

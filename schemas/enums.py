@@ -46,6 +46,18 @@ class DeliveryStatus(StrEnum):
     CLOSED = "CLOSED"
 
 
+class DeliveryOutcome(StrEnum):
+    """What one attempt at one destination came to (Avro `DeliveryOutcome` of
+    `jobpost.delivery-events`): CLOSED is a DELETED version delivered; SKIPPED a version a
+    later one or a delete superseded before it was sent."""
+
+    DELIVERED = "DELIVERED"
+    CLOSED = "CLOSED"
+    RETRYING = "RETRYING"
+    DEAD_LETTERED = "DEAD_LETTERED"
+    SKIPPED = "SKIPPED"
+
+
 class Destination(StrEnum):
     """Where postings go; the first part of a `jobpost.deliveries` key (an Avro string)."""
 
@@ -65,3 +77,4 @@ _ACTIONS = _by_symbol(Action)
 _OUTCOMES = _by_symbol(Outcome)
 _STATUSES = _by_symbol(DeliveryStatus)
 _DESTINATIONS = _by_symbol(Destination)
+_DELIVERY_OUTCOMES = _by_symbol(DeliveryOutcome)

@@ -17,6 +17,7 @@ from prometheus_client import Counter
 
 from schemas import codec
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
+from schemas.events import DeliveryEvent
 from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply, SequencerState
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def _decode(value: bytes | None, decoder: RecordCodec[R]) -> R:
         raise PoisonRecord(str(exc)) from exc
 
 
-P = TypeVar("P", PostingUpdate, SequencerState)
+P = TypeVar("P", PostingUpdate, SequencerState, DeliveryEvent)
 
 
 def _keyed_by_posting(message: Message, decoder: RecordCodec[P]) -> tuple[str, P | None]:
@@ -119,3 +120,11 @@ def sequencer_state(message: Message) -> tuple[str, SequencerState | None]:
     """(posting id, the SequencerState) of a `jobpost.sequencer-state` record; None for a
     tombstone."""
     return _keyed_by_posting(message, codec.sequencer_states())
+
+
+def delivery_event(message: Message) -> DeliveryEvent:
+    """The DeliveryEvent of a `jobpost.delivery-events` record."""
+    _, event = _keyed_by_posting(message, codec.delivery_events())
+    if event is None:
+        raise PoisonRecord("the value is null where a delivery event was expected")
+    return event

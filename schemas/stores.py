@@ -157,9 +157,11 @@ class PartitionStore:
         batch.put(_META, json.dumps(meta).encode())
         self._db.write(batch)
 
-    def items(self) -> Iterator[tuple[bytes, bytes]]:
-        for key, value in self._db.items(from_key=_DATA):
-            if not (isinstance(key, bytes) and key.startswith(_DATA)):
+    def items(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+        """Every data entry whose key starts with `prefix`, in key order."""
+        start = _DATA + prefix
+        for key, value in self._db.items(from_key=start):
+            if not (isinstance(key, bytes) and key.startswith(start)):
                 return
             yield key[len(_DATA) :], bytes(value)
 

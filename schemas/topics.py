@@ -54,6 +54,11 @@ class Topics:
         return f"{self.prefix}.deliveries"
 
     @property
+    def delivery_events(self) -> str:
+        """What each delivery attempt came to (the timeline), kept 7 days."""
+        return f"{self.prefix}.delivery-events"
+
+    @property
     def sequencer_state(self) -> str:
         """The sequencer's changelog: each posting's small state, co-partitioned with postings."""
         return f"{self.prefix}.sequencer-state"
@@ -76,6 +81,9 @@ class Topics:
             TopicSpec(self.replies, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(3600 * 1000)}),
             TopicSpec(self.deliveries, n, compacted),
             TopicSpec(self.sequencer_state, n, compacted),
+            TopicSpec(
+                self.delivery_events, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+            ),
             *(
                 TopicSpec(
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}

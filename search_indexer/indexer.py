@@ -4,12 +4,14 @@ Stale writes (version conflicts) are dropped silently; 429/5xx answers and conne
 errors are retried with backoff (tenacity) until they settle; a document the server
 rejects for good, and a record nobody can read, go to `jobpost.search-indexer.dlq`. The
 indexed version of each posting is recorded in `jobpost.deliveries` as destination
-`search`. Offsets are committed only after the bulk request has settled and Kafka has
-acknowledged every dead letter and delivery state of the batch.
+`search`, and what each version came to in `jobpost.delivery-events` (the timeline).
+Offsets are committed only after the bulk request has settled and Kafka has acknowledged
+every dead letter, delivery state and event of the batch.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -23,7 +25,8 @@ from tenacity import Retrying, retry_if_exception, wait_exponential
 
 from schemas import records
 from schemas.dead_letters import dead_letter
-from schemas.deliveries import delivery_state, state_record
+from schemas.deliveries import delivery_event, delivery_state, event_record, publish, state_record
+from schemas.enums import DeliveryOutcome
 from schemas.http import retryable_status
 from schemas.kafka import coordinates, is_record, poll_batch, record_lag
 from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
@@ -51,6 +54,7 @@ class SearchIndexer:
         self.topics = Topics(settings.kafka.topic_prefix)
         self.es = Elasticsearch(settings.elasticsearch_url, max_retries=0, request_timeout=30)
         self._stop = threading.Event()
+        self._producer: Producer | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -67,7 +71,7 @@ class SearchIndexer:
                 **{"max.poll.interval.ms": 900_000},
             )
         )
-        producer = Producer(kafka.producer_config())
+        producer = self._producer = Producer(kafka.producer_config())
         consumer.subscribe([self.topics.postings])
         try:
             while not self._stop.is_set():
@@ -90,6 +94,7 @@ class SearchIndexer:
         started = time.perf_counter()
         outgoing: list[Outgoing] = []
         latest: dict[str, tuple[Message, PostingUpdate]] = {}
+        superseded: list[tuple[Message, PostingUpdate]] = []
         for message in messages:
             try:
                 posting_id, update = records.posting_update(message)
@@ -101,28 +106,40 @@ class SearchIndexer:
                 continue  # the tombstone after a DELETED version, which is what we index
             current = latest.get(posting_id)
             if current is None or current[1].version < update.version:
+                if current is not None:
+                    superseded.append(current)
                 latest[posting_id] = (message, update)
+        outgoing += [
+            self._event(m, u, DeliveryOutcome.SKIPPED, 0, "superseded in the same batch")
+            for m, u in superseded
+        ]
         if latest:
             pending = list(latest.values())
-            indexed: list[tuple[Message, PostingUpdate]] = []
-            rejected: list[tuple[Message, str]] = []
-            self._retrying(lambda: self._bulk(pending, indexed, rejected))
-            outgoing += [
-                dead_letter(self.topics, GROUP, m, reason, posting_id=records.text_key(m))
-                for m, reason in rejected
-            ]
-            outgoing += [self._progress(m, update) for m, update in indexed]
+            indexed: list[tuple[Message, PostingUpdate, int]] = []
+            rejected: list[tuple[Message, PostingUpdate, str, int]] = []
+            attempts = itertools.count(1)
+            self._retrying(lambda: self._bulk(pending, indexed, rejected, next(attempts)))
+            for m, update, reason, attempt in rejected:
+                outgoing.append(dead_letter(self.topics, GROUP, m, reason, posting_id=records.text_key(m)))
+                outgoing.append(self._event(m, update, DeliveryOutcome.DEAD_LETTERED, attempt, reason))
+            for m, update, attempt in indexed:
+                outgoing.append(self._progress(m, update))
+                closed = update.op == Op.DELETED
+                outcome = DeliveryOutcome.CLOSED if closed else DeliveryOutcome.DELIVERED
+                outgoing.append(self._event(m, update, outcome, attempt))
         BULK_SECONDS.observe(time.perf_counter() - started)
         return outgoing
 
     def _bulk(
         self,
         pending: list[tuple[Message, PostingUpdate]],
-        indexed: list[tuple[Message, PostingUpdate]],
-        rejected: list[tuple[Message, str]],
+        indexed: list[tuple[Message, PostingUpdate, int]],
+        rejected: list[tuple[Message, PostingUpdate, str, int]],
+        attempt: int,
     ) -> None:
-        """One bulk request for `pending`. What settles moves to `indexed` / `rejected` (or
-        is dropped as stale); raises RetryableBulk, leaving the rest in `pending`."""
+        """One bulk request (the `attempt`th) for `pending`. What settles moves to `indexed`
+        / `rejected` (or is dropped as stale); raises RetryableBulk, leaving the rest in
+        `pending`, each announced on the timeline as retrying."""
         operations = index.bulk_operations(self.settings.alias, [u for _, u in pending])
         response = self.es.bulk(operations=operations)
         retry: list[tuple[Message, PostingUpdate]] = []
@@ -130,11 +147,13 @@ class SearchIndexer:
             outcome, reason = index.classify(item)
             DOCUMENTS.labels(outcome).inc()
             if outcome == "indexed":
-                indexed.append(entry)
+                indexed.append((*entry, attempt))
             elif outcome == "retry":
                 retry.append(entry)
+                if self._producer is not None:
+                    publish(self._producer, self._event(*entry, DeliveryOutcome.RETRYING, attempt, reason))
             elif outcome == "rejected":
-                rejected.append((entry[0], reason))
+                rejected.append((*entry, reason, attempt))
         pending[:] = retry
         if retry:
             raise RetryableBulk(f"{len(retry)} documents answered with a retryable status")
@@ -166,6 +185,19 @@ class SearchIndexer:
             delivered_version=update.version,
         )
         return state_record(self.topics.deliveries, coordinates(message)[1], state)
+
+    def _event(
+        self,
+        message: Message,
+        update: PostingUpdate,
+        outcome: DeliveryOutcome,
+        attempt: int,
+        error: str | None = None,
+    ) -> Outgoing:
+        event = delivery_event(
+            Destination.SEARCH, update.posting_id, update.version, outcome, attempt, error=error
+        )
+        return event_record(self.topics.delivery_events, coordinates(message)[1], event)
 
 
 def _next_offsets(messages: list[Message]) -> list[TopicPartition]:

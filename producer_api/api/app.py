@@ -9,24 +9,28 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from producer_api.api import problems
 from producer_api.api.problems import Problem
-from producer_api.api.routes import health, postings
+from producer_api.api.routes import health, operations, postings
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings, SequencerSettings
+from producer_api.operations import Operations
 from producer_api.readiness import Readiness
 from producer_api.search import TitleSearch
 from producer_api.sequencer import Sequencer
 from producer_api.service import PostingError, PostingService, Unavailable
-from producer_api.view import DeliveriesView, PostingsView
+from producer_api.view import DeliveriesView, DeliveryEventsView, PostingsView
 
 log = logging.getLogger(__name__)
+_UI = Path(__file__).parent.parent / "ui"  # the playground's static files
 
 REQUEST_SECONDS = Histogram(
     "jobpost_api_request_seconds",
@@ -51,9 +55,11 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         commands = CommandClient(settings.kafka)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
+        events = DeliveryEventsView(settings.kafka, settings.state)
         commands.start()
         view.start()
         deliveries.start()
+        events.start()
         sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
@@ -63,7 +69,10 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         app.state.settings = settings
         app.state.tokens = settings.token_set()
         search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
-        app.state.service = PostingService(commands, view, deliveries, search, settings.write_timeout_s)
+        app.state.service = PostingService(
+            commands, view, deliveries, search, settings.write_timeout_s, events
+        )
+        app.state.operations = Operations(settings, deliveries)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
         try:
             yield
@@ -75,6 +84,8 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
                 await asyncio.to_thread(sequencing.join, 15)
             view.close()
             deliveries.close()
+            events.close()
+            app.state.operations.close()
             commands.close()
             search.close()
 
@@ -107,6 +118,8 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
     app.add_middleware(RequestTimer)
     app.include_router(health.router)
     app.include_router(postings.router)
+    app.include_router(operations.router)
+    app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:

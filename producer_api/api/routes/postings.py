@@ -16,6 +16,7 @@ from producer_api.api.models import (
     ProblemOut,
     SearchPage,
 )
+from producer_api.api.ops_models import TimelineOut
 from producer_api.api.problems import validation_problem
 from producer_api.config import ApiSettings
 from producer_api.view import PostingView
@@ -110,6 +111,13 @@ async def posting_deliveries(posting_id: PostingId, service: Service) -> Deliver
         version=view.version,
         destinations={d: DestinationProgress(**p) for d, p in progress.items()},
     )
+
+
+@router.get("/{posting_id}/timeline", response_model=TimelineOut, responses={404: _REFUSED[404]})
+async def posting_timeline(posting_id: PostingId, service: Service) -> TimelineOut:
+    """The posting's versions, and what each came to at LinkedIn, Indeed and search: one
+    cell per version and destination, and the delivery events behind them."""
+    return TimelineOut.model_validate(service.timeline(posting_id))
 
 
 @router.put(

@@ -7,6 +7,7 @@ import pytest
 from consumers.errors import RejectedError, RetryableError
 from consumers.lanes import Item, LaneScheduler
 from consumers.retry import RetryPolicy
+from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
 
 SNAPSHOT = Posting("Engineer", "d", "")
@@ -74,6 +75,7 @@ class FakeOutcomes:
     def __init__(self, latest: dict[str, DeliveryState]) -> None:
         self.states: list[DeliveryState] = []
         self.letters: list[tuple[str, int, str, int]] = []
+        self.events: list[DeliveryEvent] = []
         self.latest = latest
 
     async def record(self, item: Item, state: DeliveryState) -> None:
@@ -84,6 +86,13 @@ class FakeOutcomes:
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         await asyncio.sleep(0)
         self.letters.append((item.posting_id, item.version, error, attempts))
+
+    def event(self, item: Item, event: DeliveryEvent) -> None:
+        self.events.append(event)
+
+    def timeline(self, posting_id: str) -> list[tuple[int, str, int]]:
+        """(version, outcome, attempt) of each event of the posting, in order."""
+        return [(e.version, e.outcome, e.attempt) for e in self.events if e.posting_id == posting_id]
 
 
 class Harness:
@@ -159,6 +168,10 @@ def test_retry_waits_follow_the_policy_and_the_version_is_delivered_after():
         retrying = [s for s in h.outcomes.states if s.status == DeliveryStatus.RETRYING]
         assert [s.attempts for s in retrying] == [1, 2, 3, 4]
         assert retrying[0].last_error == "503"
+        # The timeline sees every attempt, each retry with when the next one is due.
+        assert h.outcomes.timeline("a") == [(0, "RETRYING", n) for n in (1, 2, 3, 4)] + [(0, "DELIVERED", 5)]
+        first_retry = h.outcomes.events[0]
+        assert (first_retry.error, first_retry.next_attempt_at) == ("503", first_retry.at + 3000)
 
     run(scenario())
 
@@ -190,6 +203,7 @@ def test_a_rejection_is_dead_lettered_and_later_versions_proceed():
         assert h.outcomes.letters == [("a", 1, "400 bad title", 1)]
         assert h.board.applied("a") == [0, 1, 2]
         assert h.last_state("a").delivered_version == 2
+        assert h.outcomes.timeline("a") == [(0, "DELIVERED", 1), (1, "DEAD_LETTERED", 1), (2, "DELIVERED", 1)]
 
     run(scenario())
 
@@ -238,6 +252,8 @@ def test_a_delete_supersedes_a_queued_update_and_cuts_retries_short():
         assert 2 not in h.board.applied("a")
         assert h.last_state("a").status == DeliveryStatus.CLOSED
         assert [i.offset for i in h.finished] == [1, 2, 3, 4]
+        settled = [(v, o) for v, o, _ in h.outcomes.timeline("a") if o != "RETRYING"]
+        assert settled[-2:] == [(2, "SKIPPED"), (3, "CLOSED")]  # 2 never sent: the delete superseded it
 
     run(scenario())
 

@@ -1,0 +1,111 @@
+"""The HTTP shapes of the playground's data: a posting's timeline and the operations panel."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CellState = Literal["delivered", "closed", "retrying", "dead_lettered", "skipped", "pending"]
+FaultMode = Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"]
+
+
+class VersionOut(BaseModel):
+    version: int
+    op: Literal["CREATED", "UPDATED", "DELETED"]
+    at: int | None = Field(description="epoch millis the version was accepted")
+    title: str
+
+
+class CellOut(BaseModel):
+    version: int
+    state: CellState = Field(
+        description="closed: a delete delivered; skipped: superseded, never sent; pending: not tried yet"
+    )
+    at: int | None = Field(description="epoch millis of the newest event")
+    attempts: int
+    error: str | None
+    next_attempt_at: int | None = Field(description="while retrying: epoch millis of the next attempt")
+
+
+class LaneOut(BaseModel):
+    cells: list[CellOut] = Field(description="one per version, in the order of `versions`")
+    waiting_for: int | None = Field(description="the version the lane waits for next, once it has caught up")
+    closed: bool = Field(description="the posting's delete was delivered here")
+
+
+class EventOut(BaseModel):
+    posting_id: str
+    version: int
+    destination: Literal["linkedin", "indeed", "search"]
+    attempt: int
+    outcome: Literal["delivered", "closed", "retrying", "dead_lettered", "skipped"]
+    error: str | None
+    next_attempt_at: int | None
+    at: int
+
+
+class TimelineOut(BaseModel):
+    posting_id: str
+    version: int
+    deleted: bool
+    versions: list[VersionOut] = Field(description="the posting's last 50 versions, oldest first")
+    lanes: dict[str, LaneOut] = Field(description="linkedin, indeed, search")
+    events: list[EventOut] = Field(description="delivery events of the last 7 days, in order")
+
+
+class LetterOut(BaseModel):
+    partition: int
+    offset: int
+    posting_id: str | None = Field(description="null for a letter that cannot be decoded")
+    version: int | None
+    op: str | None
+    error: str
+    attempts: int
+    at: int | None = Field(description="epoch millis of the last attempt before it was dead-lettered")
+    resolved: bool = Field(description="its version, or a newer one, has been delivered since")
+
+
+class LettersOut(BaseModel):
+    board: Literal["linkedin", "indeed"]
+    letters: list[LetterOut] = Field(description="newest first; the newest letter of each posting version")
+
+
+class RedriveIn(BaseModel):
+    """One letter (partition and offset), or `{}` for every unresolved letter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: int | None = Field(default=None, ge=0)
+    offset: int | None = Field(default=None, ge=0)
+
+
+class RedrivenOut(BaseModel):
+    posting_id: str | None
+    version: int | None
+    outcome: Literal["delivered", "skipped", "failed"]
+    detail: str
+
+
+class RedriveOut(BaseModel):
+    results: list[RedrivenOut]
+
+
+class GroupLag(BaseModel):
+    group: str
+    destination: Literal["linkedin", "indeed", "search"]
+    lag: int = Field(description="records of jobpost.postings not yet committed by the group")
+
+
+class LagOut(BaseModel):
+    groups: list[GroupLag]
+
+
+class FaultsIn(BaseModel):
+    mode: FaultMode
+    probability: float = Field(default=1.0, ge=0, le=1)
+
+
+class BoardsOut(BaseModel):
+    available: bool = Field(description="a job-board sandbox runs with this API")
+    boards: dict[str, dict[str, object]] = Field(description="each sandbox board's fault settings")
