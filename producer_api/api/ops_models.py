@@ -74,7 +74,7 @@ class LettersOut(BaseModel):
 class RedriveIn(BaseModel):
     """One letter (partition and offset), or `{}` for every unresolved letter."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     partition: int | None = Field(default=None, ge=0)
     offset: int | None = Field(default=None, ge=0)
@@ -102,6 +102,8 @@ class LagOut(BaseModel):
 
 
 class FaultsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     mode: FaultMode
     probability: float = Field(default=1.0, ge=0, le=1)
 
