@@ -8,6 +8,8 @@ from enum import StrEnum
 import pytest
 
 from schemas.codec import AVRO_DIR, AvroCodec, RecordCodec, SerializationError, load_schema
+from schemas.enums import DeliveryOutcome
+from schemas.events import DeliveryEvent
 from schemas.model import (
     Action,
     Command,
@@ -26,12 +28,14 @@ TYPES = {
     "command": Command,
     "reply": Reply,
     "delivery_state": DeliveryState,
+    "delivery_event": DeliveryEvent,
 }
 ENUMS = {
     "PostingOp": Op,
     "CommandAction": Action,
     "CommandOutcome": Outcome,
     "DeliveryStatus": DeliveryStatus,
+    "DeliveryOutcome": DeliveryOutcome,
 }
 POSTING = Posting("Ingénieur — 東京", "Builds things", "remote ok")
 T = 1_700_000_000_000
@@ -43,6 +47,8 @@ SAMPLES = [
     Reply("req-7", "corr-2", "p-2", Outcome.NOT_FOUND),
     DeliveryState(Destination.SEARCH, "p-1", DeliveryStatus.RETRYING, 2, 3, 4, 10, 20, "503", 30),
     DeliveryState(Destination.LINKEDIN, "p-1", DeliveryStatus.DELIVERED, updated_at=1),
+    DeliveryEvent("p-1", 2, Destination.INDEED, 3, DeliveryOutcome.RETRYING, T, "503 — busy", T + 3000),
+    DeliveryEvent("p-1", 3, Destination.SEARCH, 0, DeliveryOutcome.SKIPPED, T),
 ]
 
 
