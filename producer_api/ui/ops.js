@@ -145,7 +145,8 @@ export class Operations {
         el("td", { "data-label": "Status" }, l.resolved ? "✓ resolved" : "✕ unresolved"),
         el("td", { class: "row-actions" },
           el("button", {
-            type: "button", "aria-label": `Redrive ${l.posting_id} v${l.version}`, dataset: { focusKey: `redrive-${key}` },
+            type: "button", class: l.resolved ? "quiet" : undefined,
+            "aria-label": `Redrive ${l.posting_id} v${l.version}`, dataset: { focusKey: `redrive-${key}` },
             onclick: (event) => this.redrive(board, { partition: l.partition, offset: l.offset }, event.currentTarget),
           }, "Redrive"),
           el("button", {

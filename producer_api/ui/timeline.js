@@ -10,8 +10,8 @@ const SYMBOL = {
   retrying: "↻",
   dead_lettered: "✕",
   skipped: "↷",
-  pending: "○",
-  waiting: "◌",
+  pending: "…",
+  waiting: "→",
 };
 const LABEL = {
   delivered: "delivered",
