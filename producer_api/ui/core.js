@@ -83,7 +83,9 @@ export function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || value === false) continue;
-    if (name === "dataset") Object.assign(node.dataset, value);
+    if (name === "dataset") {
+      for (const [key, data] of Object.entries(value)) if (data !== undefined && data !== null) node.dataset[key] = data;
+    }
     else if (name === "onclick") node.addEventListener("click", value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }

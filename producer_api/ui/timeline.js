@@ -29,6 +29,7 @@ export class Timeline {
     this.stopPolling = null;
     this.shown = "";
     setInterval(() => this.countDown(), 250);
+    container.addEventListener("scroll", () => this.shade(), { passive: true });
   }
 
   /** Follows `postingId` from now on (null: follows nothing). */
@@ -107,8 +108,31 @@ export class Timeline {
       ].filter(Boolean),
     );
     box.hidden = false;
-    if (atEnd) box.scrollLeft = box.scrollWidth;
+    if (atEnd) this.scrollToEnd(table);
+    this.shade();
     this.countDown();
+  }
+
+  /** Shows the newest versions, a whole column next to the sticky lane names (no half cell). */
+  scrollToEnd(table) {
+    const box = this.container;
+    const left = table.getBoundingClientRect().left;
+    const lanesEnd = table.querySelector("th.corner").getBoundingClientRect().right - left;
+    const overflow = table.offsetWidth - box.clientWidth;
+    if (overflow <= 0) return;
+    for (const column of table.querySelectorAll("thead th:not(.corner)")) {
+      const target = column.getBoundingClientRect().left - left - lanesEnd - 3;
+      if (target >= overflow) {
+        table.style.marginRight = `${target - overflow}px`;
+        box.scrollLeft = target;
+        return;
+      }
+    }
+    box.scrollLeft = box.scrollWidth;
+  }
+
+  shade() {
+    this.container.classList.toggle("scrolled", this.container.scrollLeft > 0);
   }
 
   countDown() {
