@@ -40,7 +40,9 @@ async function signIn(value) {
   $("workspace").hidden = false;
   document.querySelector("[data-testid=session]").hidden = false;
   operations.start(boards);
+  const linked = new URLSearchParams(location.hash.slice(1)).get("posting");
   if (current) timeline.show(current.id);
+  else if (linked) await openPosting(linked);
   $("f-title").focus();
 }
 
@@ -90,6 +92,9 @@ function setCurrent(posting) {
   }
   $("save").textContent = active ? `Replace version ${posting.version}` : "Create posting";
   $("delete").hidden = !active;
+  // The open posting is in the address (never the token), so a reload or a link shows it again.
+  const address = posting ? `#posting=${encodeURIComponent(posting.id)}` : location.pathname + location.search;
+  history.replaceState(null, "", address);
   timeline.show(posting ? posting.id : null);
 }
 
@@ -246,7 +251,6 @@ $("more").addEventListener("click", (event) => busy(event.currentTarget, () => r
 
 // Start ---------------------------------------------------------------------------------------
 
-setCurrent(null);
 const saved = token.get();
 if (saved) signIn(saved);
 else $("token").focus();
