@@ -172,7 +172,7 @@ def test_a_deleted_posting_closes_on_both_boards_and_leaves_search(page: Page, s
     sign_in(page, system.token)
     create(page, f"Keeper {word}")
     expect_state(page, "search", 0, "delivered")
-    assert search_count(page, word) == 1
+    wait_until(lambda: search_count(page, word) == 1, 30, "the search to find the posting")
 
     page.get_by_role("button", name="Delete").click()
     expect(page.get_by_test_id("posting-meta")).to_have_attribute("data-status", "deleted")
