@@ -136,9 +136,12 @@ export class Operations {
     if (!letters.length) return summary;
     const row = (l) => {
       const key = `${l.partition}-${l.offset}`;
-      return el("tr", { dataset: { testid: `letter-${l.posting_id}-${l.version}`, resolved: String(l.resolved) } },
-        el("td", { "data-label": "Posting" }, el("code", {}, l.posting_id)),
-        el("td", { "data-label": "Version" }, `v${l.version} ${(l.op || "").toLowerCase()}`),
+      // A letter that cannot be decoded has no posting id or version; it can still be redriven.
+      const posting = l.posting_id ?? `partition ${l.partition}, offset ${l.offset}`;
+      const version = l.version === null || l.version === undefined ? "?" : l.version;
+      return el("tr", { dataset: { testid: `letter-${l.posting_id ?? key}-${version}`, resolved: String(l.resolved) } },
+        el("td", { "data-label": "Posting" }, el("code", {}, posting)),
+        el("td", { "data-label": "Version" }, `v${version} ${(l.op || "").toLowerCase()}`),
         el("td", { "data-label": "Error", class: "err" }, l.error || ""),
         el("td", { "data-label": "Attempts", class: "num" }, String(l.attempts)),
         el("td", { "data-label": "When" }, clock(l.at)),
@@ -146,10 +149,10 @@ export class Operations {
         el("td", { class: "row-actions" },
           el("button", {
             type: "button", class: l.resolved ? "quiet" : undefined,
-            "aria-label": `Redrive ${l.posting_id} v${l.version}`, dataset: { focusKey: `redrive-${key}` },
+            "aria-label": `Redrive ${posting} v${version}`, dataset: { focusKey: `redrive-${key}` },
             onclick: (event) => this.redrive(board, { partition: l.partition, offset: l.offset }, event.currentTarget),
           }, "Redrive"),
-          el("button", {
+          l.posting_id && el("button", {
             type: "button", class: "quiet", "aria-label": `Open ${l.posting_id}`, dataset: { focusKey: `open-${key}` },
             onclick: () => this.open(l.posting_id),
           }, "Open")));
@@ -172,7 +175,7 @@ export class Operations {
       try {
         const { results } = await api("POST", `/ops/dead-letters/${board}/redrive`, { body });
         result.textContent = results.length
-          ? results.map((r) => `${r.posting_id} v${r.version}: ${r.outcome}${r.detail ? ` (${r.detail})` : ""}`).join("; ")
+          ? results.map((r) => `${r.posting_id ?? "letter"} v${r.version ?? "?"}: ${r.outcome}${r.detail ? ` (${r.detail})` : ""}`).join("; ")
           : "Nothing to redrive.";
       } catch (e) {
         result.textContent = "";
