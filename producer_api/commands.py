@@ -13,10 +13,12 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from producer_api import write_stages
 from schemas import codec, records
 from schemas.kafka import KafkaSettings, end_offset, is_record, poll_batch
 from schemas.model import Command, Reply
@@ -34,7 +36,8 @@ class CommandClient:
         self.kafka = kafka
         self.topics = Topics(kafka.topic_prefix)
         self._producer = Producer(kafka.producer_config(**{"linger.ms": 1}))
-        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Reply]]] = {}
+        # correlation id -> the request waiting for its reply (and when the reply was read)
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[tuple[Reply, float]]]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ready = threading.Event()
@@ -54,14 +57,18 @@ class CommandClient:
     async def send(self, command: Command, timeout_s: float) -> Reply:
         """Produce the command and wait for the sequencer's reply."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Reply] = loop.create_future()
+        future: asyncio.Future[tuple[Reply, float]] = loop.create_future()
         correlation_id = uuid.uuid4().hex
         command = dataclasses.replace(command, correlation_id=correlation_id)
         self._waiting[correlation_id] = (loop, future)
+        timing = write_stages.current()
+        sent = time.perf_counter()
 
         def delivered(error: KafkaError | None, _message: Message) -> None:
             if error is not None:
                 loop.call_soon_threadsafe(_fail, future, SequencingTimeout(f"command not written: {error}"))
+            else:
+                write_stages.observe("command_written", time.perf_counter() - sent)
 
         try:
             self._producer.produce(
@@ -70,11 +77,19 @@ class CommandClient:
                 value=codec.commands().encode(command),
                 on_delivery=delivered,
             )
-            return await asyncio.wait_for(future, timeout_s)
+            if timing is not None:
+                write_stages.observe("accepted", sent - timing.started)
+            reply, replied = await asyncio.wait_for(future, timeout_s)
         except (TimeoutError, BufferError) as exc:
             raise SequencingTimeout(str(exc) or "no reply in time") from exc
         finally:
             self._waiting.pop(correlation_id, None)
+        resumed = time.perf_counter()
+        write_stages.observe("sequenced", replied - sent)
+        write_stages.observe("resume", resumed - replied)
+        if timing is not None:
+            timing.resumed = resumed
+        return reply
 
     def _serve_producer(self) -> None:
         while not self._stop.is_set():
@@ -110,15 +125,15 @@ class CommandClient:
         waiting = self._waiting.get(reply.correlation_id)
         if waiting is not None:
             loop, future = waiting
-            loop.call_soon_threadsafe(_resolve, future, reply)
+            loop.call_soon_threadsafe(_resolve, future, (reply, time.perf_counter()))
 
 
-def _resolve(future: asyncio.Future[Reply], reply: Reply) -> None:
+def _resolve(future: asyncio.Future[tuple[Reply, float]], reply: tuple[Reply, float]) -> None:
     if not future.done():
         future.set_result(reply)
 
 
-def _fail(future: asyncio.Future[Reply], exc: Exception) -> None:
+def _fail(future: asyncio.Future[tuple[Reply, float]], exc: Exception) -> None:
     if not future.done():
         future.set_exception(exc)
 

@@ -100,7 +100,7 @@ def _unknown(_posting_id: str) -> SequencerState | None:
     return None
 
 
-def _no_text(posting_id: str, offset: int) -> Posting:
+def _no_text(posting_id: str, offset: int, version: int) -> Posting:
     raise LookupError(f"no reader of jobpost.postings to fetch {posting_id!r} at offset {offset}")
 
 
@@ -108,11 +108,11 @@ class PartitionState:
     def __init__(
         self,
         load: Callable[[str], SequencerState | None] = _unknown,
-        text_at: Callable[[str, int], Posting] = _no_text,
+        text_at: Callable[[str, int, int], Posting] = _no_text,
         window_ms: int = IDEMPOTENCY_WINDOW_MS,
     ) -> None:
         self.load = load
-        self.text_at = text_at  # (posting id, offset in jobpost.postings) -> the text there
+        self.text_at = text_at  # (posting id, offset in jobpost.postings, version) -> the text there
         self.window_ms = window_ms
         self.pending: dict[str, PostingState] = {}  # looked up or decided in this transaction
         self.changed: set[str] = set()  # of those, the ones whose state changed
@@ -157,6 +157,10 @@ class PartitionState:
         state.posting = None if deleted else update.posting
         state.use(update.request_id, _ACTION_OF[update.op], update.request_fingerprint)
 
+    def placed(self, posting_id: str, offset: int) -> None:
+        """The offset in jobpost.postings the posting's decided version is written at."""
+        self.pending[posting_id].offset = offset
+
     def decide(self, command: Command, now_millis: int) -> Decision:
         action = command.action
         state = self.get(command.posting_id)
@@ -186,7 +190,11 @@ class PartitionState:
             return self._accept(command, state.version + 1, command.posting, now_millis)
         # The DELETED version carries the posting's text, so the boards close what they had:
         # the state holds no text, so it is read from the posting's newest record.
-        text = state.posting if state.posting is not None else self.text_at(command.posting_id, state.offset)
+        text = (
+            state.posting
+            if state.posting is not None
+            else self.text_at(command.posting_id, state.offset, state.version)
+        )
         decision = self._accept(command, state.version + 1, text, now_millis)
         decision.updates.append(None)  # the tombstone, so compaction can forget the posting
         return decision
@@ -206,7 +214,7 @@ class PartitionState:
             accepted_at=command.received_at,
             request_fingerprint=command.request_fingerprint,
         )
-        self.apply(posting_id, update)  # its offset is known once Kafka acknowledged it
+        self.apply(posting_id, update)  # its offset follows once it is produced (`placed`)
         state = self.pending[posting_id]
         return Decision([update], state.as_result())
 

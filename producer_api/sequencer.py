@@ -7,9 +7,12 @@ local store that mirrors the compacted changelog `jobpost.sequencer-state`, brou
 date on assignment (producer_api.sequencer_restore). Each poll becomes one Kafka
 transaction: the PostingUpdates, the replies, the dead letters of commands it cannot read,
 the changed postings' states for the changelog, and the command offsets
-(`send_offsets_to_transaction` with the group metadata, so a zombie member is fenced). The
-local store takes the same states once the transaction committed, so it never holds what
-Kafka does not.
+(`send_offsets_to_transaction` with the group metadata, so a zombie member is fenced). A
+state names the offset of its posting's newest version as predicted when it is produced
+(producer_api.placements: no wait for Kafka inside the transaction); a wrong prediction
+is corrected in a transaction of its own right after the commit. The local store takes
+the states, with the offsets Kafka acknowledged, once the transaction committed, so it
+never holds what Kafka does not.
 
 Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
@@ -27,12 +30,14 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Counter, Histogram
 
+from producer_api import write_stages
 from producer_api.config import SequencerSettings
 from producer_api.domain import PartitionState
+from producer_api.placements import Placements, corrected_states
 from producer_api.sequencer_restore import Restorer
 from schemas import codec, records
 from schemas.dead_letters import dead_letter
-from schemas.kafka import coordinates, is_record, poll_batch, produce_waiting, record_lag
+from schemas.kafka import coordinates, end_offset, is_record, poll_batch, produce_waiting, record_lag
 from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -105,9 +110,8 @@ class _Session:
         self.settings = sequencer.settings
         self.topics = sequencer.topics
         self.states: dict[int, PartitionState] = {}
-        self._offsets: dict[str, int] = {}  # posting id -> offset of its new version, this batch
+        self.placements = Placements()  # where this transaction's new versions land
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
-        self._failed: list[KafkaError] = []
         self.came_up = False
         kafka = self.settings.kafka
         self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
@@ -169,6 +173,7 @@ class _Session:
         for number in numbers:
             started = time.monotonic()
             self.states[number] = self.restorer.restore(number)
+            self.placements.start(number, end_offset(consumer, self.topics.postings, number, timeout=30))
             self.sequencer.assigned.add(number)
             self.sequencer.restoring.discard(number)
             log.info("sequencer partition %d ready in %.1f s", number, time.monotonic() - started)
@@ -177,59 +182,71 @@ class _Session:
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.states.pop(tp.partition, None)
+            self.placements.forget(tp.partition)
             self.stores.close(tp.partition)
             self.sequencer.assigned.discard(tp.partition)
             self.sequencer.restoring.discard(tp.partition)
 
     def _process(self, messages: list[Message]) -> None:
-        """One transaction: the batch's PostingUpdates and replies; once Kafka acknowledged
-        the updates (their offsets are known), each changed posting's state to the
-        changelog; the command offsets; commit. Then the same states to the local store."""
+        """One transaction: the batch's PostingUpdates and replies, each changed posting's
+        state for the changelog (with the offset its new version is predicted to get), the
+        command offsets; commit. Then the same states to the local store, with the offsets
+        Kafka acknowledged; a changelog record whose prediction was wrong is corrected in a
+        transaction of its own."""
         started = time.perf_counter()
         offsets: dict[int, int] = {}
         positions: list[TopicPartition] = []
+        sequenced = 0
         self.producer.begin_transaction()
         for message in messages:
             if not is_record(message):
                 continue
             _, partition, offset = coordinates(message)
             offsets[partition] = offset + 1
-            self._sequence(message)
+            sequenced += self._sequence(message)
         changes = self._changes()
-        if changes:
-            for number, puts in changes.items():
-                for key, value in puts:
-                    self._produce_state(key, value, number)
+        for number, puts in changes.items():
+            for key, value in puts:
+                self._produce_state(key, value, number)
         if offsets:
             positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
             self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(), 30)
         self.producer.commit_transaction(30)
-        self.producer.poll(0)  # the changelog records' delivery reports: the stores' checkpoints
+        self.producer.poll(0)  # delivery reports: where the versions and the changelog records landed
+        if self.placements.failed:  # the commit reports these too; never trust a refused version
+            raise KafkaException(self.placements.failed.pop())
+        corrected = corrected_states(changes, self.placements.settle())
+        if corrected:
+            self._commit_corrections(corrected)
         for number, puts in changes.items():
             written = self._written.pop(number, None)
             self.stores.get(number).write(puts, None if written is None else written + 1)
         record_lag(self.consumer, self.settings.group, positions)
         BATCH_SIZE.observe(len(messages))
-        TRANSACTION_SECONDS.observe(time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        TRANSACTION_SECONDS.observe(elapsed)
+        for _ in range(sequenced):
+            write_stages.observe("transaction", elapsed)
 
     def _changes(self) -> dict[int, list[tuple[bytes, bytes]]]:
-        """The changelog records of the postings this batch changed, per partition, with
-        the offsets of their new versions (waiting for Kafka to acknowledge them)."""
-        taken = {number: state.take() for number, state in self.states.items()}
-        if not any(taken.values()):
-            return {}
-        if self.producer.flush(30) > 0:
-            raise TimeoutError("postings records not acknowledged in 30 s")
-        if self._failed:
-            raise KafkaException(self._failed.pop())
+        """The changelog records of the postings this batch changed, per partition, each
+        with the offset its new version is predicted to get (set when it was produced)."""
         changes: dict[int, list[tuple[bytes, bytes]]] = {}
-        for number, states in taken.items():
-            for posting_id, state in states.items():
-                state.offset = self._offsets.pop(posting_id, state.offset)
-                value = codec.sequencer_states().encode(state.record(posting_id))
+        for number, state in self.states.items():
+            for posting_id, posting in state.take().items():
+                value = codec.sequencer_states().encode(posting.record(posting_id))
                 changes.setdefault(number, []).append((posting_id.encode(), value))
-        self._offsets.clear()
         return changes
+
+    def _commit_corrections(self, corrected: dict[int, list[tuple[bytes, bytes]]]) -> None:
+        log.warning("correcting %d changelog records whose offsets were mispredicted",
+                    sum(len(puts) for puts in corrected.values()))  # fmt: skip
+        self.producer.begin_transaction()
+        for number, puts in corrected.items():
+            for key, value in puts:
+                self._produce_state(key, value, number)
+        self.producer.commit_transaction(30)
+        self.producer.poll(0)
 
     def _produce_state(self, key: bytes, value: bytes, partition: int) -> None:
         """A changelog record; its delivery report moves the partition's checkpoint."""
@@ -241,7 +258,8 @@ class _Session:
 
         produce_waiting(self.producer, self.topics.sequencer_state, key, value, partition, delivered)
 
-    def _sequence(self, message: Message) -> None:
+    def _sequence(self, message: Message) -> int:
+        """Decide one command within the open transaction; 1 if it was sequenced."""
         try:
             command = records.command(message)
         except records.PoisonRecord as exc:
@@ -251,27 +269,27 @@ class _Session:
             letter = dead_letter(self.topics, GROUP, message, exc.reason)
             letter.produce(self.producer)
             COMMANDS.labels("poison").inc()
-            return
+            return 0
         now = now_millis()
         if now - command.received_at > self.settings.command_ttl_s * 1000:
             context = {"posting_id": command.posting_id}
             log.warning("dropped an expired command %s", command.correlation_id, extra=context)
             COMMANDS.labels("expired").inc()
-            return
+            return 0
+        write_stages.observe("to_sequencer", (now - command.received_at) / 1000)
         partition = coordinates(message)[1]
         decision = self.states[partition].decide(command, now)
+        state = self.states[partition]
         for update in decision.updates:
-            if update is None:
-                self.producer.produce(
-                    self.topics.postings, key=command.posting_id, value=None, partition=partition
-                )
-                continue
+            offset = self.placements.place(partition, None if update is None else command.posting_id)
+            if update is not None:
+                state.placed(command.posting_id, offset)
             self.producer.produce(
                 self.topics.postings,
                 key=command.posting_id,
-                value=codec.posting_updates().encode(update),
+                value=None if update is None else codec.posting_updates().encode(update),
                 partition=partition,
-                on_delivery=self._note_offset,
+                on_delivery=self.placements.on_delivery,
             )
         self.producer.produce(
             self.topics.replies,
@@ -279,12 +297,4 @@ class _Session:
             value=codec.replies().encode(decision.result.reply_to(command)),
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
-
-    def _note_offset(self, error: KafkaError | None, message: Message) -> None:
-        """Where a posting's new version landed: its state's `offset`."""
-        if error is not None:
-            self._failed.append(error)
-            return
-        key, offset = message.key(), message.offset()
-        if key is not None and offset is not None:
-            self._offsets[key.decode()] = offset
+        return 1

@@ -86,7 +86,9 @@ class Restorer:
             value = store.get(posting_id.encode())
             return None if value is None else codec.sequencer_states().decode(value)
 
-        return PartitionState(load, lambda posting_id, offset: self._text_at(number, posting_id, offset))
+        return PartitionState(
+            load, lambda posting_id, offset, version: self._text_at(number, posting_id, offset, version)
+        )
 
     def _derive_changelog(self, number: int) -> PartitionStore:
         """Read the partition of postings once, and write what the sequencer knows of each
@@ -119,10 +121,11 @@ class Restorer:
         store.write(puts, end_offset(self.consumer, self.topics.sequencer_state, number))
         return store
 
-    def _text_at(self, number: int, posting_id: str, offset: int) -> Posting:
-        """The posting's newest text, from its record at `offset` of the partition of
-        postings (a delete's DELETED version carries it). Should the state not know where
-        that is, the partition is read for it: slow, but never a stuck posting."""
+    def _text_at(self, number: int, posting_id: str, offset: int, version: int) -> Posting:
+        """The posting's newest text, from its record (of `version`) at `offset` of the
+        partition of postings (a delete's DELETED version carries it). Should the record
+        there be another one, or the state not know where it is, the partition is read for
+        it: slow, but never a stuck posting."""
         if self._texts is None:
             self._texts = Consumer(self.settings.kafka.consumer_config(f"{self.settings.group}-texts"))
         if offset >= 0:
@@ -133,7 +136,8 @@ class Restorer:
                 if message is None or not is_record(message):
                     continue
                 key, update = records.posting_update(message)
-                if coordinates(message)[2] == offset and key == posting_id and update is not None:
+                here = coordinates(message)[2] == offset and key == posting_id
+                if here and update is not None and update.version == version:
                     return update.posting
                 break
         log.warning("reading partition %d of %s for the text of %s", number, self.topics.postings, posting_id)

@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from producer_api import write_stages
 from producer_api.api import problems
 from producer_api.api.problems import Problem
 from producer_api.api.routes import health, operations, postings
@@ -149,7 +150,8 @@ class RequestTimer:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        timing = write_stages.open_request()
+        started = timing.started
         status = "500"
 
         async def send_and_note(message: Message) -> None:
@@ -162,7 +164,10 @@ class RequestTimer:
             await self.app(scope, receive, send_and_note)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
-            REQUEST_SECONDS.labels(scope["method"], route, status).observe(time.perf_counter() - started)
+            finished = time.perf_counter()
+            REQUEST_SECONDS.labels(scope["method"], route, status).observe(finished - started)
+            if timing.resumed is not None:  # a write that was sequenced
+                write_stages.observe("respond", finished - timing.resumed)
 
 
 class BodyLimit:

@@ -189,13 +189,20 @@ def test_a_state_loaded_from_the_changelog_continues_where_it_was():
     first = live.decide(command("REPLACE", "k", title="A"), 2)
     store = _store_of(live)
     store["p1"] = dataclasses.replace(store["p1"], offset=41)  # where Kafka put version 1
-    texts = {("p1", 41): dataclasses.replace(SNAPSHOT, title="A")}
-    loaded = PartitionState(store.get, lambda posting_id, offset: texts[posting_id, offset])
+    texts = {("p1", 41, 1): dataclasses.replace(SNAPSHOT, title="A")}  # version 1's text, at 41
+    loaded = PartitionState(store.get, lambda posting_id, offset, version: texts[posting_id, offset, version])
 
     assert loaded.decide(command("REPLACE", "k", title="A"), 3).result == first.result  # a retry
     assert loaded.decide(command("REPLACE", "k", title="B"), 3).result.outcome == Outcome.KEY_REUSED
     deleted = loaded.decide(command("DELETE", "d"), 4)
     assert [(u.version, u.op, u.posting.title) for u in deleted.updates if u] == [(2, Op.DELETED, "A")]
+
+
+def test_a_decided_version_takes_the_offset_it_is_placed_at():
+    live = PartitionState()
+    live.decide(command("CREATE", "c"), 1)
+    live.placed("p1", 77)
+    assert _store_of(live)["p1"].offset == 77
 
 
 def test_what_a_failed_transaction_decided_leaves_no_trace():
