@@ -13,11 +13,14 @@ from schemas.topics import ensure_topics
 def local_kafka(partitions: int = 6) -> KafkaSettings:
     """Topics of their own on the local broker (started if needed)."""
     settings = stack.StackSettings()
-    stack.KafkaServer(settings).start()
+    stack.kafka_for(settings).start()
+    replicated = settings.brokers > 1  # JOBPOST_STACK_BROKERS=3: replication factor 3, min ISR 2
     kafka = KafkaSettings(
         bootstrap_servers=settings.kafka_bootstrap,
         topic_prefix=f"bench{uuid.uuid4().hex[:8]}",
         partitions=partitions,
+        replication_factor=settings.brokers if replicated else 1,
+        min_insync_replicas=2 if replicated else 1,
     )
     ensure_topics(kafka)
     return kafka

@@ -8,9 +8,9 @@ request = function()
   return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
 end
 done = function(summary, latency, requests)
-  io.write(string.format("wrk: %d requests, %d errors (status %d), p50 %.1f ms, p99 %.1f ms\n",
+  io.write(string.format("wrk: %d requests, %d errors (status %d), p50 %.1f ms, p99 %.1f ms, p999 %.1f ms\n",
     summary.requests, summary.errors.status + summary.errors.connect + summary.errors.timeout, summary.errors.status,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency:percentile(99.9) / 1000))
 end
 -- Think time between a connection's requests (BENCH_DELAY_MS), to hold a fixed rate.
 local think = tonumber(os.getenv("BENCH_DELAY_MS") or "0")

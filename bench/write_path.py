@@ -1,24 +1,32 @@
 """Write path: accepted updates per second and latency through the real HTTP API.
 
-(a) 32 concurrent clients over 1,000 postings, closed loop (as fast as it goes), then an
-    open loop at 200 updates/s for latency; (b) 32 clients on one posting; (c) Kafka's own
-    ProducerPerformance (acks=all, same record size) on the same broker. Prints one table.
+One table: 32 clients over 1,000 postings as fast as they go (saturation; wrk when
+installed), open loops at fixed offered rates of 50, 100 and 200 updates/s, 32 clients on
+one posting, and Kafka's own ProducerPerformance (acks=all, same record size) on the same
+broker in the same run, with the ratio of the saturation figure to it. Then where a write's
+time goes at 100 updates/s, from the API's `jobpost_write_stage_seconds` histograms.
 """
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
+import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from bench.common import local_kafka, percentiles
+from bench import stages
+from bench.common import local_kafka
 from jobpost import stack
 from jobpost.processes import ApiProcess
 from schemas import codec
@@ -26,6 +34,34 @@ from schemas.model import Op, Posting, PostingUpdate
 
 TOKEN = "bench"
 BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}
+RATES = (50, 100, 200)
+
+
+@dataclass
+class Load:
+    """What one load phase measured."""
+
+    rate: float  # accepted updates/s
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    errors: int
+    client: str
+
+    def row(self, name: str) -> str:
+        return (f"| {name} | {self.rate:,.0f} | {self.p50_ms:.1f} | {self.p99_ms:.1f} | {self.p999_ms:.1f} "
+                f"| {self.errors} | {self.client} |")  # fmt: skip
+
+
+def _quantile(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[min(len(sorted_ms) - 1, int(q * len(sorted_ms)))] if sorted_ms else float("nan")
+
+
+def _load(latencies_s: list[float], seconds: float, errors: int, client: str) -> Load:
+    ms = sorted(s * 1000 for s in latencies_s)
+    return Load(
+        len(ms) / seconds, _quantile(ms, 0.50), _quantile(ms, 0.99), _quantile(ms, 0.999), errors, client
+    )
 
 
 async def closed_loop(
@@ -47,17 +83,27 @@ async def closed_loop(
     return len(latencies), latencies
 
 
-async def open_loop(api: ApiProcess, posting_ids: list[str], rate: float, seconds: float) -> list[float]:
+async def open_loop(
+    api: ApiProcess, posting_ids: list[str], rate: float, seconds: float, errors: list[str] | None = None
+) -> list[float]:
+    """Start a request every 1/rate s whatever the answers (no coordinated omission); the
+    latency of each accepted one. Failures are counted in `errors` (raised without it)."""
     latencies: list[float] = []
     # Idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one the
     # server is closing at that moment fails the request (httpx.ReadError).
     async with httpx.AsyncClient(
-        timeout=30, headers=api.headers, limits=httpx.Limits(max_connections=64, keepalive_expiry=2.0)
+        timeout=30, headers=api.headers, limits=httpx.Limits(max_connections=256, keepalive_expiry=2.0)
     ) as http:
 
         async def one(posting_id: str) -> None:
             started = time.perf_counter()
-            (await http.put(f"{api.url}/postings/{posting_id}", json=BODY)).raise_for_status()
+            try:
+                (await http.put(f"{api.url}/postings/{posting_id}", json=BODY)).raise_for_status()
+            except httpx.HTTPError as exc:
+                if errors is None:
+                    raise
+                errors.append(type(exc).__name__)
+                return
             latencies.append(time.perf_counter() - started)
 
         tasks = []
@@ -69,21 +115,62 @@ async def open_loop(api: ApiProcess, posting_ids: list[str], rate: float, second
     return latencies
 
 
-def load(api: ApiProcess, posting_ids: list[str], clients: int, seconds: float, think_ms: int = 0) -> str:
-    """Closed-loop load: with wrk when installed (a Python client saturates a core first)."""
+def _vegeta() -> str | None:
+    found = shutil.which("vegeta") or str(Path.home() / "go" / "bin" / "vegeta")
+    return found if Path(found).exists() else None
+
+
+def fixed_rate(api: ApiProcess, posting_ids: list[str], rate: float, seconds: float) -> Load:
+    """An open loop at `rate`: with vegeta when installed (`go install
+    github.com/tsenart/vegeta/v12@v12.13.0`), else a Python client on the same cores."""
+    vegeta = _vegeta()
+    if vegeta is None:
+        errors: list[str] = []
+        latencies = asyncio.run(open_loop(api, posting_ids, rate, seconds, errors))
+        return _load(latencies, seconds, len(errors), "httpx, open loop")
+    with tempfile.TemporaryDirectory() as folder:
+        body = Path(folder, "body.json")
+        body.write_text(json.dumps(BODY))
+        targets = Path(folder, "targets.txt")
+        targets.write_text("".join(
+            f"PUT {api.url}/postings/{posting_id}\nAuthorization: Bearer {TOKEN}\n"
+            f"Content-Type: application/json\n@{body}\n\n"
+            for posting_id in random.sample(posting_ids, len(posting_ids))
+        ))  # fmt: skip
+        command = [vegeta, "attack", f"-rate={rate:g}/s", f"-duration={seconds:g}s", f"-targets={targets}"]
+        attack = subprocess.run([*command, "-timeout=30s"], capture_output=True, check=True)
+        encoded = subprocess.run(
+            [vegeta, "encode", "--to", "csv"], input=attack.stdout, capture_output=True, check=True
+        )
+    latencies, errors = [], 0
+    for row in csv.reader(io.StringIO(encoded.stdout.decode())):
+        if row[1] == "200":
+            latencies.append(int(row[2]) / 1e9)
+        else:
+            errors += 1
+    return _load(latencies, seconds, errors, "vegeta, open loop")
+
+
+def saturate(api: ApiProcess, posting_ids: list[str], clients: int, seconds: float) -> Load:
+    """Closed loop, as fast as it goes: with wrk when installed (a Python client saturates
+    a core before the API does)."""
     if shutil.which("wrk") is None:
-        n, latencies = asyncio.run(closed_loop(api, posting_ids, clients, seconds))
-        return f"{n / seconds:.0f} updates/s; {percentiles(latencies)} (httpx client)"
+        _, latencies = asyncio.run(closed_loop(api, posting_ids, clients, seconds))
+        return _load(latencies, seconds, 0, "httpx")
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as ids:
         ids.write("\n".join(posting_ids))
         ids.flush()
         script = str(Path(__file__).with_name("put_random.lua"))
-        env = {**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN, "BENCH_DELAY_MS": str(think_ms)}
+        env = {**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN}
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", script, api.url]
-        result = subprocess.run(command, env=env, capture_output=True, text=True)
-    rate = next((line for line in result.stdout.splitlines() if line.startswith("Requests/sec")), "")
-    summary = next((line for line in result.stdout.splitlines() if line.startswith("wrk:")), result.stdout)
-    return f"{rate.split()[-1] if rate else '?'} updates/s; {summary} (wrk)"
+        output = subprocess.run(command, env=env, capture_output=True, text=True).stdout
+    found = re.search(
+        r"wrk: (\d+) requests, (\d+) errors .* p50 ([\d.]+) ms, p99 ([\d.]+) ms, p999 ([\d.]+) ms", output
+    )
+    if found is None:
+        raise RuntimeError(f"wrk said: {output}")
+    requests, errors, p50, p99, p999 = found.groups()
+    return Load(int(requests) / seconds, float(p50), float(p99), float(p999), int(errors), "wrk")
 
 
 def create_postings(api: ApiProcess, n: int) -> list[str]:
@@ -102,31 +189,39 @@ def create_postings(api: ApiProcess, n: int) -> list[str]:
     return asyncio.run(run())
 
 
-def producer_performance(kafka_bootstrap: str, topic: str, record_size: int, records: int) -> str:
+def producer_performance(kafka_bootstrap: str, topic: str, record_size: int, records: int) -> float:
+    """Kafka's own producer benchmark (acks=all): records/s."""
     result = stack.KafkaServer(stack.StackSettings()).tool(
         "org.apache.kafka.tools.ProducerPerformance",
         "--topic", topic, "--num-records", str(records), "--record-size", str(record_size),
         "--throughput", "-1", "--producer-props", f"bootstrap.servers={kafka_bootstrap}", "acks=all",
     )  # fmt: skip
-    lines = [line for line in result.stdout.splitlines() if "records/sec" in line]
-    return lines[-1] if lines else result.stdout + result.stderr
+    found = re.findall(r"([\d.]+) records/sec", result.stdout)
+    if not found:
+        raise RuntimeError(result.stdout + result.stderr)
+    return float(found[-1])
 
 
 def main(seconds: float = 20.0) -> None:
     kafka = local_kafka()
+    brokers = stack.StackSettings().brokers
     es = stack.StackSettings().elasticsearch_url
     api = ApiProcess(kafka, TOKEN, es)
+    rows: list[tuple[str, Load]] = []
     try:
         api.wait_ready()
         postings = create_postings(api, 1000)
-        print(f"(a) 32 clients, 1,000 postings: {load(api, postings, 32, seconds)}")
-        if shutil.which("wrk"):
-            paced = load(api, postings, 10, seconds, think_ms=40)
-            print(f"(a) ~200 updates/s (10 connections, 40 ms think time): {paced}")
-        else:
-            latencies = asyncio.run(open_loop(api, postings, 200, seconds))
-            print(f"(a) open loop at 200 updates/s: {percentiles(latencies)}")
-        print(f"(b) 32 clients, one posting: {load(api, postings[:1], 32, seconds)}")
+        saturation = saturate(api, postings, 32, seconds)
+        rows.append(("32 clients, 1,000 postings (saturation)", saturation))
+        breakdown = ""
+        for rate in RATES:
+            before = stages.scrape(api.url)
+            rows.append(
+                (f"{rate} updates/s offered, 1,000 postings", fixed_rate(api, postings, rate, seconds))
+            )
+            if rate == 100:
+                breakdown = stages.table(before, stages.scrape(api.url))
+        rows.append(("32 clients, one posting", saturate(api, postings[:1], 32, seconds)))
     finally:
         api.stop()
     sample = codec.posting_updates().encode(
@@ -136,7 +231,17 @@ def main(seconds: float = 20.0) -> None:
         )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).
-    line = producer_performance(
+    reference = producer_performance(
         kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
     )
-    print(f"(c) ProducerPerformance acks=all, {len(sample)}-byte records: {line}")
+    print(f"{brokers} broker(s), replication factor {kafka.replication_factor}, "
+          f"{kafka.partitions} partitions, {seconds:.0f} s per phase")  # fmt: skip
+    print("| measure | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, load in rows:
+        print(load.row(name))
+    reference_row = f"Kafka ProducerPerformance, acks=all, {len(sample)}-byte records"
+    print(f"| {reference_row} | {reference:,.0f} records/s | | | | | |")
+    print(f"ratio saturation / ProducerPerformance: {saturation.rate / reference:.4f}")
+    print("\nWhere a write's time goes at 100 updates/s (jobpost_write_stage_seconds):")
+    print(breakdown)

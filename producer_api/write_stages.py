@@ -4,6 +4,7 @@
                                    command produced ─sequenced─▶ reply read
                                    reply read ─resume─▶ handler runs ─respond─▶ HTTP out
     sequencer: command received ─to_sequencer─▶ polled ─transaction─▶ committed
+    and `request`: the whole of it, HTTP in to HTTP out, as the API saw it.
 
 `sequenced` spans the sequencer's two stages and the reply's way back, so the reply read
 is `sequenced - to_sequencer - transaction` (the benchmark prints it). A request's
@@ -25,7 +26,16 @@ STAGE_SECONDS = Histogram(
     ["stage"],
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
 )
-STAGES = ("accepted", "command_written", "to_sequencer", "transaction", "sequenced", "resume", "respond")
+STAGES = (
+    "accepted",
+    "command_written",
+    "to_sequencer",
+    "transaction",
+    "sequenced",
+    "resume",
+    "respond",
+    "request",
+)
 
 
 @dataclass

@@ -168,6 +168,7 @@ class RequestTimer:
             REQUEST_SECONDS.labels(scope["method"], route, status).observe(finished - started)
             if timing.resumed is not None:  # a write that was sequenced
                 write_stages.observe("respond", finished - timing.resumed)
+                write_stages.observe("request", finished - started)
 
 
 class BodyLimit:
