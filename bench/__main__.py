@@ -1,19 +1,20 @@
 """`python -m bench [write] [delivery] [search] [codec]`: run benchmarks, print numbers. All but
 `codec` use the local servers. `python -m bench scale [--postings N]` (not in the default
-list: it takes long) measures restarts, takeovers, memory and disk with N postings."""
+list: it takes long) measures restarts, takeovers, memory and disk with N postings;
+`python -m bench profile` samples every thread of the API under the write load (py-spy)."""
 
 import argparse
 
-from bench import codec, delivery, scale, search, write_path
+from bench import codec, delivery, profile, scale, search, write_path
 
 BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main, "codec": codec.main}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)} or scale")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale or profile")
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
     args = parser.parse_args()
-    runs = {**BENCHMARKS, "scale": lambda: scale.main(args.postings)}
+    runs = {**BENCHMARKS, "scale": lambda: scale.main(args.postings), "profile": profile.main}
     for name in args.names or list(BENCHMARKS):
         if name not in runs:
             parser.error(f"unknown benchmark {name!r}")

@@ -23,6 +23,9 @@ def run_api() -> None:
         print("error: no API token: set JOBPOST_API_TOKENS to one or more comma-separated tokens",
               file=sys.stderr)  # fmt: skip
         raise SystemExit(2)
+    # The HTTP loop shares the GIL with the sequencer and the Kafka readers: a request that
+    # waits for it after a system call waits up to the switch interval (5 ms by default).
+    sys.setswitchinterval(0.0005)
     app = create_app(
         settings, SequencerSettings(kafka=settings.kafka) if settings.embedded_sequencer else None
     )

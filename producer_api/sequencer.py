@@ -123,8 +123,11 @@ class _Session:
                     "linger.ms": 0,
                     # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
                     # until the broker has written the markers; retrying after the default
-                    # 100 ms made every transaction take ~90 ms. Measured: 86 ms -> 8 ms.
-                    "retry.backoff.ms": 5,
+                    # 100 ms (growing to 1 s) made every transaction take ~90 ms. Measured
+                    # on a bare transactional loop: 70 ms -> 9 ms (5 ms) -> 6.5 ms (1 ms,
+                    # at most 5 ms).
+                    "retry.backoff.ms": 1,
+                    "retry.backoff.max.ms": 5,
                 }
             )
         )
