@@ -165,3 +165,36 @@ def _identity_of(path: Path) -> str:
         return str(json.loads(db[b"m:meta"])["identity"])
     finally:
         db.close()
+
+
+def mispredictions(api: ApiProcess) -> float:
+    text = httpx.get(f"{api.url}/metrics", timeout=5).text
+    found = re.search(r"^jobpost_sequencer_mispredicted_offsets_total (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_needs_it(
+    kafka, topics, elasticsearch_url
+):
+    with running_api(kafka, TOKEN, elasticsearch_url) as api:
+        posting_id = create(api, "Doomed")
+        # Another writer appends to the posting's partition: the sequencer's next offset
+        # there is no longer the one it predicts.
+        partition = partition_for(posting_id, kafka.partitions)
+        intruder = PostingUpdate(
+            posting_id="intruder", version=0, op=Op.CREATED, idempotency_key="intruder:0",
+            request_id="r", posting=Posting("Intruder", ""), last_update_time_millis=1, accepted_at=1,
+        )  # fmt: skip
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        producer.produce(
+            topics.postings, codec.posting_updates().encode(intruder), "intruder", partition=partition
+        )
+        assert producer.flush(10) == 0
+        assert replace(api, posting_id, "Last words").status_code == 200
+        assert mispredictions(api) >= 1
+
+    with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # restores from the changelog alone
+        deleted = httpx.delete(f"{fresh.url}/postings/{posting_id}", headers=fresh.headers, timeout=15)
+        assert deleted.status_code == 200, deleted.text
+    records = [v for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
+    assert [(v.version, v.op, v.posting.title) for v in records][-1] == (2, Op.DELETED, "Last words")
