@@ -12,7 +12,11 @@ Idempotency keys follow the IETF `Idempotency-Key` draft: a key belongs to one p
 within the window (24 hours) a repeat of the same request (same method, same body) is
 answered with the original result and writes nothing, and the same key with another
 request is refused (`KEY_REUSED`). Per key the state keeps only what a replay needs: the
-method, a fingerprint of the request and the result.
+method, a fingerprint of the request and the result. A posting keeps its newest
+`MAX_KEYS` keys at most: its keys travel in its one changelog record, which must stay far
+below Kafka's 1 MB record limit (a record over it would stop the sequencer for every
+posting), so a posting written more often than that within the window recognises
+retries of its newest `MAX_KEYS` writes only.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from schemas.model import Action, Command, KeyUse, Op, Outcome, Posting, PostingUpdate, Reply, SequencerState
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
+MAX_KEYS = 1000  # per posting: at most ~300 KB of keys (255 characters each) in its record
 _OP_OF = {Action.CREATE: Op.CREATED, Action.REPLACE: Op.UPDATED, Action.DELETE: Op.DELETED}
 _ACTION_OF = {op: action for action, op in _OP_OF.items()}
 
@@ -64,6 +69,8 @@ class PostingState:
         self.keys.pop(key, None)  # a key used again moves to the end: the order stays by time
         at = self.last_update_time_millis or 0
         self.keys[key] = KeyUse(key, action, fingerprint, self.version, self.deleted, at)
+        while len(self.keys) > MAX_KEYS:
+            del self.keys[next(iter(self.keys))]
 
     def forget_keys_before(self, cutoff_millis: int) -> None:
         while self.keys:

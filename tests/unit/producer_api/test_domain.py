@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from producer_api.domain import IDEMPOTENCY_WINDOW_MS, PartitionState
+from producer_api.domain import IDEMPOTENCY_WINDOW_MS, MAX_KEYS, PartitionState
+from schemas import codec
 from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
 
 SNAPSHOT = Posting("Engineer", "d", "")
@@ -97,6 +98,19 @@ def test_a_busy_posting_remembers_every_key_for_24_hours_and_then_forgets():
     state.decide(command("REPLACE", "fresh", title="x"), later)
     assert "r1" not in state.get("p1").keys and "r999" in state.get("p1").keys
     assert state.decide(command("REPLACE", "r1", title="again"), later).result.version == 1002
+
+
+def test_a_posting_written_more_often_keeps_its_newest_keys_and_a_record_kafka_takes():
+    state = PartitionState()
+    state.decide(command("CREATE", "k" * 255), 0)
+    for i in range(1, MAX_KEYS + 50):
+        state.decide(command("REPLACE", f"{i:0>255}", title=str(i)), i)
+    keys = state.get("p1").keys
+    assert len(keys) == MAX_KEYS and "k" * 255 not in keys and f"{MAX_KEYS + 49:0>255}" in keys
+    retry = state.decide(command("REPLACE", f"{MAX_KEYS + 49:0>255}", title=str(MAX_KEYS + 49)), 5000)
+    assert retry.updates == []  # the newest writes are still recognised
+    record = codec.sequencer_states().encode(state.take()["p1"].record("p1"))
+    assert len(record) < 500_000  # Kafka refuses records over 1 MB
 
 
 def test_a_key_used_again_after_its_window_is_not_forgotten_with_the_old_use():
