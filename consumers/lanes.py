@@ -28,7 +28,7 @@ from prometheus_client import Counter
 
 from consumers.errors import RejectedError, RetryableError
 from consumers.retry import RetryPolicy
-from schemas.deliveries import delivery_event, delivery_state
+from schemas.deliveries import OUTCOME_OF_STATUS, delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
@@ -99,15 +99,6 @@ class Outcomes(Protocol):
 
     def event(self, item: Item, event: DeliveryEvent) -> None:
         """Publish what an attempt came to (the posting's timeline), without waiting."""
-
-
-# What each recorded status tells the timeline.
-_OUTCOME_OF = {
-    DeliveryStatus.DELIVERED: DeliveryOutcome.DELIVERED,
-    DeliveryStatus.CLOSED: DeliveryOutcome.CLOSED,
-    DeliveryStatus.RETRYING: DeliveryOutcome.RETRYING,
-    DeliveryStatus.FAILED: DeliveryOutcome.DEAD_LETTERED,
-}
 
 
 @dataclass
@@ -279,7 +270,7 @@ class LaneScheduler:
             next_attempt_at=next_at,
             last_error=error,
         )
-        self._event(item, _OUTCOME_OF[status], attempts, error, next_at)
+        self._event(item, OUTCOME_OF_STATUS[status], attempts, error, next_at)
         await self.outcomes.record(item, state)
 
     def _event(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,6 +42,23 @@ class SequencerSettings(BaseSettings):
     @property
     def group(self) -> str:
         return self.group_id or f"{self.kafka.topic_prefix}-sequencer"
+
+    def producer_config(self) -> dict[str, Any]:
+        """The member's transactional producer."""
+        return self.kafka.producer_config(
+            **{
+                "transactional.id": f"{self.group}-{self.instance_id}",
+                "transaction.timeout.ms": self.transaction_timeout_ms,
+                "linger.ms": 0,
+                # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
+                # until the broker has written the markers; retrying after the default
+                # 100 ms (growing to 1 s) made every transaction take ~90 ms. Measured
+                # on a bare transactional loop: 70 ms -> 9 ms (5 ms) -> 6.5 ms (1 ms,
+                # at most 5 ms).
+                "retry.backoff.ms": 1,
+                "retry.backoff.max.ms": 5,
+            }
+        )
 
 
 class ApiSettings(BaseSettings):

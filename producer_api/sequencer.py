@@ -115,22 +115,7 @@ class _Session:
         self.came_up = False
         kafka = self.settings.kafka
         self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
-        self.producer = Producer(
-            kafka.producer_config(
-                **{
-                    "transactional.id": f"{self.settings.group}-{self.settings.instance_id}",
-                    "transaction.timeout.ms": self.settings.transaction_timeout_ms,
-                    "linger.ms": 0,
-                    # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
-                    # until the broker has written the markers; retrying after the default
-                    # 100 ms (growing to 1 s) made every transaction take ~90 ms. Measured
-                    # on a bare transactional loop: 70 ms -> 9 ms (5 ms) -> 6.5 ms (1 ms,
-                    # at most 5 ms).
-                    "retry.backoff.ms": 1,
-                    "retry.backoff.max.ms": 5,
-                }
-            )
-        )
+        self.producer = Producer(self.settings.producer_config())
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
 

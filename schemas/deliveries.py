@@ -54,6 +54,15 @@ def state_record(topic: str, partition: int, state: DeliveryState) -> Outgoing:
     return Outgoing(topic, key, codec.delivery_states().encode(state), partition=partition)
 
 
+# What each recorded status tells the timeline.
+OUTCOME_OF_STATUS = {
+    DeliveryStatus.DELIVERED: DeliveryOutcome.DELIVERED,
+    DeliveryStatus.CLOSED: DeliveryOutcome.CLOSED,
+    DeliveryStatus.RETRYING: DeliveryOutcome.RETRYING,
+    DeliveryStatus.FAILED: DeliveryOutcome.DEAD_LETTERED,
+}
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
