@@ -1,9 +1,14 @@
-"""Shared pieces of the benchmarks: a fresh topic prefix on the local broker, percentiles."""
+"""Shared pieces of the benchmarks: a fresh topic prefix on the local broker (and its removal),
+percentiles."""
 
 from __future__ import annotations
 
 import statistics
+import time
 import uuid
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from jobpost import stack
 from schemas.kafka import KafkaSettings
@@ -24,6 +29,31 @@ def local_kafka(partitions: int = 6) -> KafkaSettings:
     )
     ensure_topics(kafka)
     return kafka
+
+
+def delete_prefix(kafka: KafkaSettings, wait_s: float = 60.0) -> None:
+    """The run's topics and consumer groups, so the disk does not fill up. A group keeps a
+    killed member until its session times out: deleting it is tried again until then."""
+    admin = AdminClient(kafka.client_config())
+    prefix = kafka.topic_prefix
+    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}.")]
+    for future in admin.delete_topics(topics, operation_timeout=30).values() if topics else []:
+        future.result(60)
+    deadline = time.monotonic() + wait_s
+    while groups := [
+        g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(prefix)
+    ]:
+        failed = []
+        for group, future in admin.delete_consumer_groups(groups, request_timeout=30).items():
+            try:
+                future.result(60)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                    raise
+                failed.append(group)
+        if not failed:
+            return
+        time.sleep(1)
 
 
 def percentiles(samples_s: list[float]) -> str:

@@ -20,10 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
-from bench.common import local_kafka, percentiles
+from bench.common import delete_prefix, local_kafka, percentiles
 from bench.probes import (
     DEADLINE_S,
     Stopwatch,
@@ -246,31 +244,6 @@ def at_thousand(workdir: Path, figures: list[Figure]) -> None:
             api.stop()
     finally:
         delete_prefix(kafka)
-
-
-def delete_prefix(kafka: KafkaSettings, wait_s: float = 60.0) -> None:
-    """The run's topics and consumer groups, so the disk does not fill up. A group keeps a
-    killed member until its session times out: deleting it is tried again until then."""
-    admin = AdminClient(kafka.client_config())
-    prefix = kafka.topic_prefix
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}.")]
-    for future in admin.delete_topics(topics, operation_timeout=30).values() if topics else []:
-        future.result(60)
-    deadline = time.monotonic() + wait_s
-    while groups := [
-        g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(prefix)
-    ]:
-        failed = []
-        for group, future in admin.delete_consumer_groups(groups, request_timeout=30).items():
-            try:
-                future.result(60)
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
-                    raise
-                failed.append(group)
-        if not failed:
-            return
-        time.sleep(1)
 
 
 def report(n: int, figures: list[Figure]) -> Path:

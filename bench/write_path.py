@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from bench import stages
-from bench.common import local_kafka
+from bench.common import delete_prefix, local_kafka
 from jobpost import stack
 from jobpost.processes import ApiProcess
 from schemas import codec
@@ -231,9 +231,14 @@ def main(seconds: float = 20.0) -> None:
         )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).
-    reference = producer_performance(
-        kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
-    )
+    try:
+        reference = producer_performance(
+            kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
+        )
+    finally:
+        # A broker left holding every earlier run's topics (9,151 partition folders once)
+        # spends the cores these numbers are about.
+        delete_prefix(kafka)
     print(f"{brokers} broker(s), replication factor {kafka.replication_factor}, "
           f"{kafka.partitions} partitions, {seconds:.0f} s per phase")  # fmt: skip
     print("| measure | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client |")
