@@ -60,7 +60,11 @@ class CommandClient:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[Reply, float]] = loop.create_future()
         correlation_id = random_id()
-        command = dataclasses.replace(command, correlation_id=correlation_id)
+        # A request without an Idempotency-Key gets the correlation id as its request id:
+        # the sequencer then knows nobody can repeat it (domain.PartitionState._accept).
+        command = dataclasses.replace(
+            command, correlation_id=correlation_id, request_id=command.request_id or correlation_id
+        )
         self._waiting[correlation_id] = (loop, future)
         timing = write_stages.current()
         sent = time.perf_counter()

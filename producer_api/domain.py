@@ -143,9 +143,12 @@ class PartitionState:
         """Forget what the current transaction decided: it was not committed."""
         self.pending, self.changed = {}, set()
 
-    def apply(self, posting_id: str, update: PostingUpdate | None, offset: int = -1) -> None:
+    def apply(
+        self, posting_id: str, update: PostingUpdate | None, offset: int = -1, keyed: bool = True
+    ) -> None:
         """Fold one record of `jobpost.postings` in (None: a tombstone), as when deriving the
-        state from the log."""
+        state from the log. `keyed` False: its request id is not a client's Idempotency-Key,
+        so nobody can repeat it and the state does not keep it."""
         state = self.get(posting_id)
         self.changed.add(posting_id)
         if update is None:
@@ -162,7 +165,8 @@ class PartitionState:
         state.last_update_time_millis = update.last_update_time_millis
         state.offset = offset
         state.posting = None if deleted else update.posting
-        state.use(update.request_id, _ACTION_OF[update.op], update.request_fingerprint)
+        if keyed:
+            state.use(update.request_id, _ACTION_OF[update.op], update.request_fingerprint)
 
     def placed(self, posting_id: str, offset: int) -> None:
         """The offset in jobpost.postings the posting's decided version is written at."""
@@ -221,7 +225,10 @@ class PartitionState:
             accepted_at=command.received_at,
             request_fingerprint=command.request_fingerprint,
         )
-        self.apply(posting_id, update)  # its offset follows once it is produced (`placed`)
+        # Its offset follows once it is produced (`placed`). A request without an
+        # Idempotency-Key carries the id the API made for it (its correlation id): nobody
+        # can repeat that, and keeping it cost a busy posting's changelog record ~100 KB.
+        self.apply(posting_id, update, keyed=command.request_id != command.correlation_id)
         state = self.pending[posting_id]
         return Decision([update], state.as_result())
 

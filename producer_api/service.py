@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from producer_api import timeline
-from producer_api.commands import CommandClient, SequencingTimeout, random_id
+from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.view import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
 from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
@@ -150,7 +150,7 @@ class PostingService:
         expected: int | None,
     ) -> PostingView:
         command = Command(
-            request_id=request_id or random_id(),
+            request_id=request_id or "",  # none: the command client uses its correlation id
             posting_id=posting_id,
             action=action,
             received_at=time.time_ns() // 1_000_000,

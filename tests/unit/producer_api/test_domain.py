@@ -238,3 +238,14 @@ def test_keys_past_the_window_are_not_carried_into_the_changelog():
     state.decide(command("REPLACE", "new", title="x"), IDEMPOTENCY_WINDOW_MS + 1)
     (record,) = _store_of(state).values()
     assert [use.key for use in record.keys] == ["new"]
+
+
+def test_a_request_without_an_idempotency_key_leaves_no_key_in_the_state():
+    state = PartitionState()
+    state.decide(command("CREATE", "k"), 1)
+    keyless = dataclasses.replace(
+        command("REPLACE", "made-by-the-api", title="v1"), correlation_id="made-by-the-api"
+    )
+    decision = state.decide(keyless, 2)
+    assert decision.updates[0].request_id == "made-by-the-api"  # the log still says which request
+    assert list(state.get("p1").keys) == ["k"]  # only a client's key can be repeated
