@@ -30,6 +30,7 @@ from bench.common import delete_prefix, local_kafka
 from jobpost import stack
 from jobpost.processes import ApiProcess
 from schemas import codec
+from schemas.kafka import KafkaSettings
 from schemas.model import Op, Posting, PostingUpdate
 
 TOKEN = "bench"
@@ -204,6 +205,15 @@ def producer_performance(kafka_bootstrap: str, topic: str, record_size: int, rec
 
 def main(seconds: float = 20.0) -> None:
     kafka = local_kafka()
+    try:
+        _measure(kafka, seconds)
+    finally:
+        # A broker left holding every earlier run's topics (9,151 partition folders once)
+        # spends the cores these numbers are about.
+        delete_prefix(kafka)
+
+
+def _measure(kafka: KafkaSettings, seconds: float) -> None:
     brokers = stack.StackSettings().brokers
     es = stack.StackSettings().elasticsearch_url
     api = ApiProcess(kafka, TOKEN, es)
@@ -231,14 +241,9 @@ def main(seconds: float = 20.0) -> None:
         )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).
-    try:
-        reference = producer_performance(
-            kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
-        )
-    finally:
-        # A broker left holding every earlier run's topics (9,151 partition folders once)
-        # spends the cores these numbers are about.
-        delete_prefix(kafka)
+    reference = producer_performance(
+        kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
+    )
     print(f"{brokers} broker(s), replication factor {kafka.replication_factor}, "
           f"{kafka.partitions} partitions, {seconds:.0f} s per phase")  # fmt: skip
     print("| measure | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client |")

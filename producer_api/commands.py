@@ -60,8 +60,8 @@ class CommandClient:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[Reply, float]] = loop.create_future()
         correlation_id = random_id()
-        # A request without an Idempotency-Key gets the correlation id as its request id:
-        # the sequencer then knows nobody can repeat it (domain.PartitionState._accept).
+        # A request without an Idempotency-Key gets the correlation id as its request id
+        # (Command.keyed: the sequencer keeps no key nobody can repeat).
         command = dataclasses.replace(
             command, correlation_id=correlation_id, request_id=command.request_id or correlation_id
         )

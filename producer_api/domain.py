@@ -225,10 +225,9 @@ class PartitionState:
             accepted_at=command.received_at,
             request_fingerprint=command.request_fingerprint,
         )
-        # Its offset follows once it is produced (`placed`). A request without an
-        # Idempotency-Key carries the id the API made for it (its correlation id): nobody
-        # can repeat that, and keeping it cost a busy posting's changelog record ~100 KB.
-        self.apply(posting_id, update, keyed=command.request_id != command.correlation_id)
+        # Its offset follows once it is produced (`placed`). A key nobody can repeat is not
+        # kept: it cost a busy posting's changelog record ~100 KB.
+        self.apply(posting_id, update, keyed=command.keyed)
         state = self.pending[posting_id]
         return Decision([update], state.as_result())
 

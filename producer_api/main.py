@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -29,6 +30,12 @@ def run_api() -> None:
     app = create_app(
         settings, SequencerSettings(kafka=settings.kafka) if settings.embedded_sequencer else None
     )
+    # The cycle collector holds the GIL while it walks the objects it tracks: with every
+    # module, route, model and schema among them, a full collection stopped every request
+    # and the sequencer for 25-106 ms under load. They live as long as the process: leave
+    # them out of every collection.
+    gc.collect()
+    gc.freeze()
     # log_config=None: uvicorn logs through the root handler, as JSON lines like the rest.
     uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_config=None)
 

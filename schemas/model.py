@@ -99,6 +99,13 @@ class Command:
     correlation_id: str = ""
     request_fingerprint: str = ""
 
+    @property
+    def keyed(self) -> bool:
+        """Whether `request_id` is a client's Idempotency-Key. A request without one carries
+        the correlation id the API made for it (producer_api.commands), which nobody can
+        repeat, so the sequencer keeps no key for it."""
+        return bool(self.request_id) and self.request_id != self.correlation_id
+
     def to_avro(self) -> dict[str, Any]:
         return {
             "request_id": self.request_id,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import threading
@@ -76,12 +75,6 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         )
         app.state.operations = Operations(settings, deliveries)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
-        # Python's cycle collector holds the GIL while it walks the objects it tracks: with
-        # everything built so far (modules, routes, models, schemas) among them, a full
-        # collection stopped every request and the sequencer for up to ~100 ms under load.
-        # What exists now lives as long as the process: leave it out of every collection.
-        gc.collect()
-        gc.freeze()
         try:
             yield
         finally:

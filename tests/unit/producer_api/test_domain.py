@@ -249,3 +249,9 @@ def test_a_request_without_an_idempotency_key_leaves_no_key_in_the_state():
     decision = state.decide(keyless, 2)
     assert decision.updates[0].request_id == "made-by-the-api"  # the log still says which request
     assert list(state.get("p1").keys) == ["k"]  # only a client's key can be repeated
+
+
+def test_only_a_client_supplied_request_id_is_an_idempotency_key():
+    assert command("REPLACE", "client-key").keyed
+    assert not dataclasses.replace(command("REPLACE", "c-1"), correlation_id="c-1").keyed
+    assert not dataclasses.replace(command("REPLACE", ""), correlation_id="").keyed
