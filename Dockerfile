@@ -4,6 +4,8 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY jobpost jobpost
 COPY schemas schemas
+COPY runtime runtime
+COPY sequencer sequencer
 COPY producer_api producer_api
 COPY consumers consumers
 COPY search_indexer search_indexer

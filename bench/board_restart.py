@@ -29,13 +29,15 @@ from confluent_kafka.admin import AdminClient
 
 from consumers.config import ConsumerSettings
 from consumers.runner import DeliveryRunner
+from runtime.deliveries import state_record
+from runtime.kafka import KafkaSettings
+from runtime.stores import REBUILDS, RESTORED, PartitionStore, StateSettings, Stores, source_identity
+from runtime.topics import ensure_topics
 from schemas import codec
-from schemas.deliveries import delivery_state, state_record
-from schemas.kafka import KafkaSettings
+from schemas.deliveries import delivery_state
 from schemas.model import DeliveryStatus, Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
-from schemas.stores import REBUILDS, RESTORED, PartitionStore, StateSettings, Stores, source_identity
-from schemas.topics import Topics, ensure_topics
+from schemas.topics import Topics
 
 STATES, TAIL, OLD_POSTINGS, PARTITIONS = 1_000_000, 10_000, 1_000, 6
 
@@ -162,7 +164,10 @@ def main() -> None:
         print("cold rebuild of the tail only:", run_restart(kafka, state_dir))
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
-        names = [spec.name for spec in Topics(kafka.topic_prefix).specs(kafka)]
+        names = [
+            spec.name
+            for spec in Topics(kafka.topic_prefix).specs(kafka.partitions, kafka.min_insync_replicas)
+        ]
         AdminClient(kafka.client_config()).delete_topics(names)  # the shared broker stays small
 
 

@@ -11,8 +11,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from jobpost import stack
-from schemas.kafka import KafkaSettings
-from schemas.topics import ensure_topics
+from runtime.kafka import KafkaSettings
+from runtime.topics import ensure_topics
 
 
 def local_kafka(partitions: int = 6) -> KafkaSettings:

@@ -22,8 +22,8 @@ from consumers.lanes import DELIVERIES
 from consumers.runner import DeliveryRunner
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.kafka import KafkaSettings
 from schemas.model import Destination, Op, Posting, PostingUpdate
 
 LATENCY_MS = 50

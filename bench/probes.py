@@ -14,7 +14,7 @@ import httpx
 from bench.write_path import BODY, TOKEN
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 # Long enough for today's restore from the whole log at a million postings; a figure not
 # reached in time is reported as such, not waited for forever.

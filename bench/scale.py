@@ -36,7 +36,7 @@ from bench.probes import (
 from bench.seed import Seeded, seed
 from bench.write_path import closed_loop, open_loop
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 RESULTS = Path(__file__).with_name("results")
 LOAD_SECONDS = 20.0

@@ -20,8 +20,8 @@ from elasticsearch import Elasticsearch, helpers
 from bench.common import local_kafka, percentiles
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.kafka import KafkaSettings
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.search import SearchDocument
 from search_indexer import index

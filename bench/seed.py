@@ -26,9 +26,10 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from consumers.config import ConsumerSettings
+from runtime.deliveries import state_record
+from runtime.kafka import KafkaSettings, produce_waiting
+from runtime.topics import ensure_topics
 from schemas import codec
-from schemas.deliveries import state_record
-from schemas.kafka import KafkaSettings, produce_waiting
 from schemas.model import (
     DeliveryState,
     DeliveryStatus,
@@ -39,7 +40,7 @@ from schemas.model import (
     SequencerState,
 )
 from schemas.partitioning import partition_for
-from schemas.topics import Topics, ensure_topics
+from schemas.topics import Topics
 from search_indexer.config import IndexerSettings
 
 DESCRIPTION_CHARS = 1500

@@ -9,7 +9,7 @@ from collections import defaultdict
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from producer_api.write_stages import STAGES
+from runtime.write_stages import STAGES
 
 Histograms = dict[str, dict[str, float]]  # stage -> {"count", "sum", "le=<bound>": cumulative}
 

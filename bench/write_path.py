@@ -29,8 +29,8 @@ from bench import stages
 from bench.common import delete_prefix, local_kafka
 from jobpost import stack
 from jobpost.processes import ApiProcess
+from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.kafka import KafkaSettings
 from schemas.model import Op, Posting, PostingUpdate
 
 TOKEN = "bench"

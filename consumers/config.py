@@ -8,9 +8,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.retry import RetrySettings
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
+from runtime.stores import StateSettings
 from schemas.model import Destination
-from schemas.stores import StateSettings
+from schemas.topics import Component, Topics
 
 BOARDS = (Destination.LINKEDIN, Destination.INDEED)
 
@@ -38,14 +39,14 @@ class ConsumerSettings(BaseSettings):
     indeed: IndeedSettings = Field(default_factory=IndeedSettings)
 
     @property
-    def group(self) -> str:
-        return self.group_id or f"{self.kafka.topic_prefix}-{self.destination}"
+    def component(self) -> Component:
+        """The board's consumer group: its dead-letter topic `jobpost.<board>.dlq`, whatever
+        `group_id` says."""
+        return Component(self.destination.value)
 
     @property
-    def dead_letter_group(self) -> str:
-        """The short group name of the dead-letter topic `jobpost.<group>.dlq`: the board's
-        name, whatever `group_id` says (schemas.topics.DEAD_LETTER_GROUPS)."""
-        return self.destination.value
+    def group(self) -> str:
+        return self.group_id or Topics(self.kafka.topic_prefix).group(self.component)
 
     @field_validator("destination")
     @classmethod

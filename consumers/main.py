@@ -12,9 +12,9 @@ from prometheus_client import start_http_server
 from consumers.config import ConsumerSettings
 from consumers.redrive import dead_letters, delivered_versions, make_board, redrive_one
 from consumers.runner import DeliveryRunner
-from schemas.kafka import coordinates, is_record
+from runtime.kafka import coordinates, is_record
+from runtime.outbox import deliver_all
 from schemas.model import Destination
-from schemas.outbox import deliver_all
 from schemas.topics import Topics
 
 
@@ -37,12 +37,12 @@ def run_consumer(destination: str) -> None:
 
 def list_dead_letters(destination: str) -> None:
     for letter in dead_letters(ConsumerSettings(destination=Destination(destination))):
-        update, error = letter.update, letter.headers.get("jobpost.error")
+        update, error = letter.update, letter.error
         if update is None:
             print(f"undecodable letter at partition {letter.partition} offset {letter.offset}: {error}")
             continue
         print(f"{update.posting_id} version {update.version} ({update.op}): "
-              f"{letter.headers.get('jobpost.attempts')} attempts, {error}")  # fmt: skip
+              f"{letter.attempts} attempts, {error}")  # fmt: skip
 
 
 def redrive(destination: str) -> None:
@@ -56,7 +56,7 @@ def redrive(destination: str) -> None:
 
     async def main() -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
-        consumer.subscribe([topics.dlq(settings.dead_letter_group)])
+        consumer.subscribe([topics.dlq(settings.component)])
         producer = Producer(settings.kafka.producer_config())
         async with aiohttp.ClientSession() as client:
             board = make_board(settings, client)

@@ -21,14 +21,16 @@ from consumers.boards.linkedin import LinkedInAdapter
 from consumers.config import ConsumerSettings
 from consumers.errors import DeliveryError
 from consumers.lanes import Board
-from schemas import records
-from schemas.dead_letters import dead_letter, letter_headers
-from schemas.deliveries import delivery_event, delivery_state, event_record, state_record
+from runtime import records
+from runtime.dead_letters import dead_letter
+from runtime.deliveries import event_record, state_record
+from runtime.kafka import KafkaSettings, coordinates
+from runtime.outbox import Outgoing
+from runtime.replay import replay
+from schemas.dead_letters import DeadLetterHeaders
+from schemas.deliveries import delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome
-from schemas.kafka import KafkaSettings, coordinates
 from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
-from schemas.outbox import Outgoing
-from schemas.replay import replay
 from schemas.topics import Topics
 
 
@@ -40,37 +42,37 @@ def make_board(settings: ConsumerSettings, client: aiohttp.ClientSession) -> Boa
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """One record of a dead-letter topic and its `jobpost.*` headers, as text."""
+    """One record of a dead-letter topic and its headers."""
 
     partition: int
     offset: int
     update: PostingUpdate | None  # None: the letter cannot be decoded
-    headers: dict[str, str]
+    headers: DeadLetterHeaders
     message: Message = field(repr=False, compare=False)
 
     @property
     def error(self) -> str:
-        return self.headers.get("jobpost.error", "")
+        return self.headers.error
 
     @property
     def attempts(self) -> int:
-        return _int(self.headers.get("jobpost.attempts"), 1)
+        return self.headers.attempts
 
     @property
     def at(self) -> int | None:
         """When the last attempt before it was dead-lettered was made (ms)."""
-        value = _int(self.headers.get("jobpost.last_attempt_ms"), -1)
-        return None if value < 0 else value
+        return self.headers.last_attempt_ms
 
 
 def dead_letters(settings: ConsumerSettings) -> list[DeadLetter]:
     """Every record of the board consumer's dead-letter topic, oldest first per partition."""
-    topic = Topics(settings.kafka.topic_prefix).dlq(settings.dead_letter_group)
+    topic = Topics(settings.kafka.topic_prefix).dlq(settings.component)
     found: list[DeadLetter] = []
 
     def take(message: Message) -> None:
         _, partition, offset = coordinates(message)
-        found.append(DeadLetter(partition, offset, _letter(message), letter_headers(message), message))
+        headers = DeadLetterHeaders.parse(message.headers())
+        found.append(DeadLetter(partition, offset, _letter(message), headers, message))
 
     replay(settings.kafka, topic, range(settings.kafka.partitions), take)
     return found
@@ -98,7 +100,7 @@ async def redrive_one(
     """One more attempt at one letter, unless the board has its version (or a newer one)
     already: `delivered_version(posting_id)` says which it has (-1: none)."""
     topics = Topics(settings.kafka.topic_prefix)
-    group = settings.dead_letter_group
+    group = settings.component
     update = _letter(message)
     if update is None:
         letter = dead_letter(topics, group, message, "undecodable dead letter")
@@ -107,9 +109,9 @@ async def redrive_one(
     if delivered_version(update.posting_id) >= update.version:
         return Redriven("skipped", "skipped, a newer version was delivered", [], update)
     deleted = update.op == Op.DELETED
-    headers = letter_headers(message)
-    source = _int(headers.get("jobpost.source_partition"), 0)
-    attempt = _int(headers.get("jobpost.attempts"), 1) + 1
+    headers = DeadLetterHeaders.parse(message.headers())
+    source = max(headers.source_partition, 0)
+    attempt = headers.attempts + 1
 
     def event(outcome: DeliveryOutcome, error: str | None = None) -> Outgoing:
         happened = delivery_event(
@@ -159,10 +161,3 @@ def _letter(message: Message) -> PostingUpdate | None:
     except records.PoisonRecord:
         return None
     return update
-
-
-def _int(text: str | None, default: int) -> int:
-    try:
-        return int(text) if text is not None else default
-    except ValueError:
-        return default

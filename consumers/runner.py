@@ -22,15 +22,15 @@ from consumers.lanes import Board, Clock, Item, LaneScheduler
 from consumers.offsets import OffsetTracker
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
-from schemas import records
-from schemas.dead_letters import dead_letter
-from schemas.deliveries import event_record, publish, state_record
+from runtime import records
+from runtime.dead_letters import dead_letter
+from runtime.deliveries import event_record, publish, state_record
+from runtime.kafka import coordinates, is_record, record_lag
+from runtime.outbox import deliver
+from runtime.stores import Stores
 from schemas.events import DeliveryEvent
-from schemas.kafka import coordinates, is_record, record_lag
 from schemas.model import DeliveryState
-from schemas.outbox import deliver
-from schemas.stores import Stores
-from schemas.topics import Topics
+from schemas.topics import Component, Topics
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class KafkaOutcomes:
     `jobpost.<group>.dlq`; each call returns once Kafka acknowledged the record. Events to
     `jobpost.delivery-events`, without waiting."""
 
-    def __init__(self, producer: Producer, topics: Topics, group: str, states: StoredStates) -> None:
+    def __init__(self, producer: Producer, topics: Topics, group: Component, states: StoredStates) -> None:
         self.producer = producer
         self.topics = topics
         self.group = group
@@ -91,7 +91,7 @@ class DeliveryRunner:
             self.destination,
             settings.kafka.partitions,
         )
-        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.dead_letter_group, self.states)
+        self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.component, self.states)
         self.scheduler = LaneScheduler(
             self.destination,
             board,
@@ -150,7 +150,7 @@ class DeliveryRunner:
         try:
             posting_id, update = records.posting_update(message)
         except records.PoisonRecord as exc:
-            records.note_poison(self.settings.dead_letter_group, message, exc.reason)
+            records.note_poison(self.settings.component, message, exc.reason)
             task = asyncio.create_task(self._dead_letter_poison(message, exc.reason))
             self.poison_tasks.add(task)
             task.add_done_callback(self.poison_tasks.discard)

@@ -1,5 +1,5 @@
 """Each posting's DeliveryState at one destination, on disk: one store per partition of
-`jobpost.deliveries` this consumer owns (`schemas.stores`), so a restart reads only what was
+`jobpost.deliveries` this consumer owns (`runtime.stores`), so a restart reads only what was
 written since its checkpoint and memory does not grow with the number of postings.
 
 A store holds, by posting id, the raw DeliveryState bytes of this destination's records
@@ -35,10 +35,11 @@ from __future__ import annotations
 
 from confluent_kafka import Message
 
-from schemas import codec, records
+from runtime import records
+from runtime.stores import Put, Stores
+from schemas import codec
 from schemas.model import DeliveryState, Destination
 from schemas.partitioning import partition_for
-from schemas.stores import Put, Stores
 
 
 class StoredStates:

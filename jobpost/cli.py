@@ -9,8 +9,8 @@ import logging
 import sys
 
 from jobpost import stack
-from schemas.kafka import KafkaSettings
-from schemas.topics import TopicMismatchError, ensure_topics
+from runtime.kafka import KafkaSettings
+from runtime.topics import TopicMismatchError, ensure_topics
 
 
 def _stack(args: argparse.Namespace) -> int:
@@ -154,7 +154,7 @@ def _logging(component: str) -> None:
     if component in ("run", "reindex"):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     else:
-        from schemas.logs import configure
+        from runtime.logs import configure
 
         configure(component)
 
@@ -171,7 +171,7 @@ def _component(name: str):  # type: ignore[no-untyped-def]
 
             run_api()
         elif name == "sequencer":
-            from producer_api.main import run_sequencer
+            from sequencer.main import run_sequencer
 
             run_sequencer()
         elif name == "indexer":

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 LOG_DIR = Path(__file__).resolve().parent.parent / ".stack" / "logs" / "processes"
 

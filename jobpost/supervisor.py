@@ -28,8 +28,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobpost import stack
-from schemas.kafka import KafkaSettings
-from schemas.topics import ensure_topics
+from runtime.kafka import KafkaSettings
+from runtime.topics import ensure_topics
 
 
 class RunSettings(BaseSettings):

@@ -19,9 +19,9 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from producer_api import write_stages
-from schemas import codec, records
-from schemas.kafka import KafkaSettings, end_offset, is_record, poll_batch
+from runtime import records, write_stages
+from runtime.kafka import KafkaSettings, end_offset, is_record, poll_batch
+from schemas import codec
 from schemas.model import Command, Reply
 from schemas.topics import Topics
 

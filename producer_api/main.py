@@ -1,19 +1,15 @@
-"""Entry points: `jobpost api` (HTTP API, with a sequencer member unless disabled) and
-`jobpost sequencer` (a sequencer member alone)."""
+"""Entry point: `jobpost api` (the HTTP API, with a sequencer member unless disabled)."""
 
 from __future__ import annotations
 
 import gc
-import logging
-import signal
 import sys
-import threading
 
 import uvicorn
 
-from producer_api.api.app import create_app
-from producer_api.config import ApiSettings, SequencerSettings
-from producer_api.sequencer import Sequencer
+from producer_api.config import ApiSettings
+from producer_api.http.app import create_app
+from sequencer.config import SequencerSettings
 
 
 def run_api() -> None:
@@ -38,17 +34,3 @@ def run_api() -> None:
     gc.freeze()
     # log_config=None: uvicorn logs through the root handler, as JSON lines like the rest.
     uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_config=None)
-
-
-def run_sequencer() -> None:
-    sequencer = Sequencer(SequencerSettings())
-    stop = threading.Event()
-
-    def _stop(_signum: int, _frame: object) -> None:
-        sequencer.stop()
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    logging.getLogger(__name__).info("sequencer starting")
-    sequencer.run()

@@ -21,9 +21,9 @@ from confluent_kafka.admin import AdminClient
 from consumers.config import ConsumerSettings
 from consumers.redrive import DeadLetter, dead_letters, make_board, redrive_one
 from producer_api.config import ApiSettings
-from producer_api.view import DeliveriesView
+from producer_api.read.views import DeliveriesView
+from runtime.outbox import deliver_all
 from schemas.model import Destination
-from schemas.outbox import deliver_all
 from schemas.topics import Topics
 
 BOARDS = (Destination.LINKEDIN, Destination.INDEED)
@@ -154,11 +154,7 @@ class Operations:
     def _lag(self) -> list[dict[str, Any]]:
         kafka = self.settings.kafka
         partitions = [TopicPartition(self.topics.postings, p) for p in range(kafka.partitions)]
-        groups = {
-            "linkedin": f"{kafka.topic_prefix}-linkedin",
-            "indeed": f"{kafka.topic_prefix}-indeed",
-            "search": f"{kafka.topic_prefix}-search-indexer",
-        }
+        groups = self.settings.delivery_groups()
         admin = AdminClient(kafka.client_config())
         probe = Consumer(
             kafka.consumer_config(f"{kafka.topic_prefix}-lag-probe", **{"enable.partition.eof": True})
@@ -175,7 +171,7 @@ class Operations:
                     if (tp.offset if tp.offset >= 0 else ends[tp.partition][0]) < ends[tp.partition][1]
                 }
                 lag = sum(_records_after(probe, self.topics.postings, behind, ends).values())
-                found.append({"group": group, "destination": destination, "lag": lag})
+                found.append({"group": group, "destination": destination.value, "lag": lag})
             return found
         finally:
             probe.close()

@@ -21,9 +21,9 @@ from confluent_kafka.admin import AdminClient
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
-from producer_api.log_view import LogView
-from producer_api.sequencer import Sequencer
+from producer_api.read.log_view import LogView
 from schemas.topics import Topics
+from sequencer.member import Sequencer
 
 Checks = dict[str, str | None]  # check -> None when it passes, else why not
 
@@ -65,10 +65,11 @@ class Readiness:
         sequencer = self.sequencer
         if sequencer is None:
             return None
-        if not sequencer.session_up:
+        status = sequencer.status
+        if not status.session_up:
             return "this replica's sequencer member has no session"
-        if sequencer.restoring:
-            return f"this replica's sequencer is restoring partitions {sorted(sequencer.restoring)}"
+        if status.restoring:
+            return f"this replica's sequencer is restoring partitions {sorted(status.restoring)}"
         return None
 
     def _group_covers_commands(self) -> str | None:

@@ -8,10 +8,10 @@ import time
 import uuid
 from typing import Any
 
-from producer_api import timeline
 from producer_api.commands import CommandClient, SequencingTimeout
-from producer_api.search import BadCursor, SearchUnavailable, TitleSearch
-from producer_api.view import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
+from producer_api.read import timeline
+from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
+from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
 from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
 from schemas.search import SearchDocument
 

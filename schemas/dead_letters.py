@@ -1,80 +1,87 @@
 """The dead-letter contract: the original key and value, plus headers saying why.
 
 A dead-letter topic belongs to the consumer group that writes it, not to a destination:
-`jobpost.<group>.dlq`, where `group` is the group's short name (`schemas.topics.DEAD_LETTER_GROUPS`:
-`sequencer`, `linkedin`, `indeed`, `search-indexer`). The indexer's group is
-`search-indexer` while its progress is recorded for the destination `search`.
+`jobpost.<group>.dlq`, where `group` is a `schemas.topics.Component` (`sequencer`,
+`linkedin`, `indeed`, `search-indexer`). The indexer's group is `search-indexer` while its
+progress is recorded for the destination `search`.
+
+`DeadLetterHeaders` is the one place the header names live: writers call `to_headers()`,
+readers `parse()`.
 """
 
 from __future__ import annotations
 
-import logging
-import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from confluent_kafka import Message
-from prometheus_client import Counter
+ERROR = "jobpost.error"
+ATTEMPTS = "jobpost.attempts"
+FIRST_ATTEMPT_MS = "jobpost.first_attempt_ms"
+LAST_ATTEMPT_MS = "jobpost.last_attempt_ms"
+SOURCE_TOPIC = "jobpost.source_topic"
+SOURCE_PARTITION = "jobpost.source_partition"
+SOURCE_OFFSET = "jobpost.source_offset"
+_MAX_ERROR_BYTES = 4000
 
-from schemas.outbox import Outgoing
-from schemas.topics import Topics
-
-log = logging.getLogger(__name__)
-
-DEAD_LETTERS = Counter(
-    "jobpost_dead_letters_total", "Records sent to jobpost.<group>.dlq, by group (short name)", ["group"]
-)
-
-
-def dead_letter_headers(
-    error: str,
-    *,
-    topic: str,
-    partition: int,
-    offset: int,
-    attempts: int,
-    first_attempt_ms: int | None = None,
-    last_attempt_ms: int | None = None,
-) -> list[tuple[str, str | bytes | None]]:
-    now = time.time_ns() // 1_000_000
-    return [
-        ("jobpost.error", error.encode()[:4000]),
-        ("jobpost.attempts", str(attempts).encode()),
-        ("jobpost.first_attempt_ms", str(first_attempt_ms or now).encode()),
-        ("jobpost.last_attempt_ms", str(last_attempt_ms or now).encode()),
-        ("jobpost.source_topic", topic.encode()),
-        ("jobpost.source_partition", str(partition).encode()),
-        ("jobpost.source_offset", str(offset).encode()),
-    ]
+RawHeaders = Iterable[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None] | None
 
 
-def letter_headers(message: Message) -> dict[str, str]:
-    """A record's headers as text: how a dead letter's `jobpost.*` headers read back."""
-    headers = message.headers() or []
-    pairs = headers.items() if isinstance(headers, dict) else headers
+@dataclass(frozen=True, slots=True)
+class DeadLetterHeaders:
+    """Why a record was dead-lettered and where it came from."""
+
+    error: str
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    attempts: int = 1
+    first_attempt_ms: int | None = None
+    last_attempt_ms: int | None = None
+
+    def to_headers(self) -> list[tuple[str, str | bytes | None]]:
+        first = self.first_attempt_ms
+        last = self.last_attempt_ms if self.last_attempt_ms is not None else first
+        return [
+            (ERROR, self.error.encode()[:_MAX_ERROR_BYTES]),
+            (ATTEMPTS, str(self.attempts).encode()),
+            (FIRST_ATTEMPT_MS, str(first if first is not None else "").encode()),
+            (LAST_ATTEMPT_MS, str(last if last is not None else "").encode()),
+            (SOURCE_TOPIC, self.source_topic.encode()),
+            (SOURCE_PARTITION, str(self.source_partition).encode()),
+            (SOURCE_OFFSET, str(self.source_offset).encode()),
+        ]
+
+    @classmethod
+    def parse(cls, headers: RawHeaders) -> DeadLetterHeaders:
+        """The headers of a dead letter as written by `to_headers`; a missing or garbled
+        header reads as unknown (empty text, -1, or None), never as an error: a letter must
+        stay listable whatever wrote it."""
+        text = _as_text(headers)
+        return cls(
+            error=text.get(ERROR, ""),
+            source_topic=text.get(SOURCE_TOPIC, ""),
+            source_partition=_int(text.get(SOURCE_PARTITION), -1),
+            source_offset=_int(text.get(SOURCE_OFFSET), -1),
+            attempts=_int(text.get(ATTEMPTS), 1),
+            first_attempt_ms=_optional_int(text.get(FIRST_ATTEMPT_MS)),
+            last_attempt_ms=_optional_int(text.get(LAST_ATTEMPT_MS)),
+        )
+
+
+def _as_text(headers: RawHeaders) -> dict[str, str]:
+    if headers is None:
+        return {}
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
     return {k: v.decode(errors="replace") if isinstance(v, bytes) else (v or "") for k, v in pairs}
 
 
-def dead_letter(
-    topics: Topics,
-    group: str,
-    message: Message,
-    error: str,
-    *,
-    attempts: int = 1,
-    first_attempt_ms: int | None = None,
-    version: int | None = None,
-    posting_id: str | None = None,
-) -> Outgoing:
-    """`message` unchanged, for the group's dead-letter topic, with headers saying why;
-    counted and logged here, produced (and acknowledged) by the caller."""
-    context = {"posting_id": posting_id, "version": version, "group": group}
-    log.error("dead-lettered: %s", error, extra=context)
-    DEAD_LETTERS.labels(group).inc()
-    headers = dead_letter_headers(
-        error,
-        topic=message.topic() or "",
-        partition=message.partition() or 0,
-        offset=message.offset() or 0,
-        attempts=attempts,
-        first_attempt_ms=first_attempt_ms,
-    )
-    return Outgoing(topics.dlq(group), message.key(), message.value(), headers=headers)
+def _int(text: str | None, default: int) -> int:
+    value = _optional_int(text)
+    return default if value is None else value
+
+
+def _optional_int(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None

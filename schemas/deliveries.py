@@ -1,25 +1,14 @@
-"""A DeliveryState for `jobpost.deliveries`: key `{destination}/{posting_id}`, on the same
-partition number as the posting, so a consumer restores only its partitions. A
-DeliveryEvent for `jobpost.delivery-events`: key `{posting_id}`, on that partition too."""
+"""A posting's progress at a destination (`DeliveryState`, for `jobpost.deliveries`) and
+what one attempt came to (`DeliveryEvent`, for `jobpost.delivery-events`), made as of now.
+Their records (keys, partitions) are `runtime.deliveries`."""
 
 from __future__ import annotations
 
-import logging
 import time
 
-from confluent_kafka import KafkaException, Producer
-from prometheus_client import Counter
-
-from schemas import codec
 from schemas.enums import DeliveryOutcome
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination
-from schemas.outbox import Outgoing
-
-log = logging.getLogger(__name__)
-EVENTS_DROPPED = Counter(
-    "jobpost_delivery_events_dropped_total", "Delivery events Kafka did not take (the timeline misses them)"
-)
 
 
 def delivery_state(
@@ -45,13 +34,8 @@ def delivery_state(
         first_attempt_at=first_attempt_at,
         next_attempt_at=next_attempt_at,
         last_error=last_error,
-        updated_at=_now_ms(),
+        updated_at=now_ms(),
     )
-
-
-def state_record(topic: str, partition: int, state: DeliveryState) -> Outgoing:
-    key = f"{state.destination.value}/{state.posting_id}"
-    return Outgoing(topic, key, codec.delivery_states().encode(state), partition=partition)
 
 
 # What each recorded status tells the timeline.
@@ -63,7 +47,7 @@ OUTCOME_OF_STATUS = {
 }
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
@@ -79,25 +63,5 @@ def delivery_event(
     at: int | None = None,
 ) -> DeliveryEvent:
     """What an attempt came to, at `at` (default: now)."""
-    when = _now_ms() if at is None else at
+    when = now_ms() if at is None else at
     return DeliveryEvent(posting_id, version, destination, attempt, outcome, when, error, next_attempt_at)
-
-
-def event_record(topic: str, partition: int, event: DeliveryEvent) -> Outgoing:
-    return Outgoing(topic, event.posting_id, codec.delivery_events().encode(event), partition=partition)
-
-
-def publish(producer: Producer, record: Outgoing) -> None:
-    """Produce an event without waiting for it: a delivery never waits for its timeline.
-    One Kafka refuses is counted and logged, never retried."""
-
-    def on_delivery(error: object, _message: object) -> None:
-        if error is not None:
-            EVENTS_DROPPED.inc()
-            log.warning("%s refused a delivery event: %s", record.topic, error)
-
-    try:
-        record.produce(producer, on_delivery)
-    except (BufferError, KafkaException) as exc:
-        EVENTS_DROPPED.inc()
-        log.warning("could not produce a delivery event to %s: %s", record.topic, exc)

@@ -1,23 +1,33 @@
-"""The topics of DESIGN.md, their settings, and their idempotent creation."""
+"""The topics of DESIGN.md and their settings, and the consumer groups (`Component`).
+
+Creating and checking them against a cluster is `runtime.topics`."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-
-from schemas.kafka import KafkaSettings
+from schemas.enums import Destination
 
 DAY_MS = 24 * 3600 * 1000
-# The consumer groups that own a dead-letter topic: jobpost.<group>.dlq.
-DEAD_LETTER_GROUPS = ("sequencer", "linkedin", "indeed", "search-indexer")
 
 
-class TopicMismatchError(RuntimeError):
-    """An existing topic has settings that would break ordering or retention guarantees."""
+class Component(StrEnum):
+    """The consumer groups of the system. Each has the group id `<prefix>-<name>` and a
+    dead-letter topic `<prefix>.<name>.dlq`; the one place either name is made."""
+
+    SEQUENCER = "sequencer"
+    LINKEDIN = "linkedin"
+    INDEED = "indeed"
+    SEARCH_INDEXER = "search-indexer"
+
+    def group_id(self, prefix: str) -> str:
+        return f"{prefix}-{self.value}"
+
+    @classmethod
+    def delivering_to(cls, destination: Destination) -> Component:
+        """The group that delivers to a destination (search: the indexer)."""
+        return cls.SEARCH_INDEXER if destination == Destination.SEARCH else cls(destination.value)
 
 
 @dataclass(frozen=True)
@@ -63,12 +73,16 @@ class Topics:
         """The sequencer's changelog: each posting's small state, co-partitioned with postings."""
         return f"{self.prefix}.sequencer-state"
 
-    def dlq(self, group: str) -> str:
-        return f"{self.prefix}.{group}.dlq"
+    def dlq(self, group: Component) -> str:
+        return f"{self.prefix}.{group.value}.dlq"
 
-    def specs(self, settings: KafkaSettings) -> list[TopicSpec]:
-        n = settings.partitions
-        isr = {"min.insync.replicas": str(settings.min_insync_replicas)}
+    def group(self, component: Component) -> str:
+        """The default group id of a component (a deployable's settings may name another)."""
+        return component.group_id(self.prefix)
+
+    def specs(self, partitions: int, min_insync_replicas: int) -> list[TopicSpec]:
+        n = partitions
+        isr = {"min.insync.replicas": str(min_insync_replicas)}
         compacted = {
             **isr,
             "cleanup.policy": "compact",
@@ -88,79 +102,6 @@ class Topics:
                 TopicSpec(
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
                 )
-                for d in DEAD_LETTER_GROUPS
+                for d in Component
             ),
         ]
-
-
-def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout: float = 30.0) -> list[str]:
-    """Create missing topics; check existing ones. Returns the names created.
-
-    Raises TopicMismatchError when an existing topic has another partition count (which
-    would break co-partitioning of commands and postings) or another cleanup policy.
-    """
-    topics = topics or Topics(settings.topic_prefix)
-    admin = AdminClient(settings.client_config())
-    specs = topics.specs(settings)
-    existing = admin.list_topics(timeout=timeout).topics
-    missing = [s for s in specs if s.name not in existing]
-    _check_existing(admin, [s for s in specs if s.name in existing], existing)
-    if missing:
-        futures = admin.create_topics(
-            [NewTopic(s.name, s.partitions, settings.replication_factor, config=s.config) for s in missing],
-            operation_timeout=timeout,
-        )
-        for name, future in futures.items():
-            try:
-                future.result(timeout)
-            except KafkaException as exc:
-                if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
-                    raise
-                # Created by a concurrent caller a moment ago: it must still be right, once
-                # the broker knows it (until then it answers "unknown topic").
-                again = _settled_metadata(admin, name, timeout)
-                _check_existing(admin, [s for s in missing if s.name == name], again)
-    return [s.name for s in missing]
-
-
-def _check_existing(admin: AdminClient, specs: list[TopicSpec], existing: dict) -> None:  # type: ignore[type-arg]
-    problems = []
-    for spec in specs:
-        partitions = len(existing[spec.name].partitions)
-        if partitions != spec.partitions:
-            problems.append(f"{spec.name} has {partitions} partitions, expected {spec.partitions}")
-    if specs:
-        by_name = {s.name: s for s in specs}
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs]
-        for resource, future in admin.describe_configs(resources).items():
-            spec = by_name[resource.name]
-            policy = _cleanup_policy(admin, resource, future)
-            if policy != spec.cleanup_policy:
-                problems.append(f"{spec.name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
-    if problems:
-        raise TopicMismatchError("; ".join(problems))
-
-
-def _settled_metadata(admin: AdminClient, name: str, timeout: float) -> dict:  # type: ignore[type-arg]
-    """The topic's metadata once the broker lists its partitions (a topic just created by
-    someone else may not be listed yet)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        topics = admin.list_topics(topic=name, timeout=timeout).topics
-        if (topics[name].error is None and topics[name].partitions) or time.monotonic() > deadline:
-            return topics
-        time.sleep(0.2)
-
-
-def _cleanup_policy(admin: AdminClient, resource: ConfigResource, future: Any, wait_s: float = 15.0) -> str:
-    """The topic's cleanup.policy, asked again while the broker still calls a topic created a
-    moment ago unknown."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return str(future.result()["cleanup.policy"].value)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
-        future = admin.describe_configs([resource])[resource]

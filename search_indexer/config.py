@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
+from schemas.topics import Component, Topics
 
 
 class IndexerSettings(BaseSettings):
@@ -28,4 +29,4 @@ class IndexerSettings(BaseSettings):
 
     @property
     def group(self) -> str:
-        return self.group_id or f"{self.kafka.topic_prefix}-search-indexer"
+        return self.group_id or Topics(self.kafka.topic_prefix).group(Component.SEARCH_INDEXER)

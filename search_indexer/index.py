@@ -14,7 +14,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from schemas.http import retryable_status
+from runtime.http import retryable_status
 from schemas.model import PostingUpdate
 from schemas.search import SearchDocument
 

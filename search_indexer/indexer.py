@@ -23,15 +23,16 @@ from elasticsearch import ConnectionError as EsConnectionError
 from prometheus_client import Counter, Histogram
 from tenacity import Retrying, retry_if_exception, wait_exponential
 
-from schemas import records
-from schemas.dead_letters import dead_letter
-from schemas.deliveries import delivery_event, delivery_state, event_record, publish, state_record
+from runtime import records
+from runtime.dead_letters import dead_letter
+from runtime.deliveries import event_record, publish, state_record
+from runtime.http import retryable_status
+from runtime.kafka import coordinates, is_record, poll_batch, record_lag
+from runtime.outbox import Outgoing, deliver_all
+from schemas.deliveries import delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome
-from schemas.http import retryable_status
-from schemas.kafka import coordinates, is_record, poll_batch, record_lag
 from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
-from schemas.outbox import Outgoing, deliver_all
-from schemas.topics import Topics
+from schemas.topics import Component, Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 
@@ -39,9 +40,9 @@ log = logging.getLogger(__name__)
 
 DOCUMENTS = Counter("jobpost_indexer_documents_total", "Documents by outcome", ["outcome"])
 BULK_SECONDS = Histogram("jobpost_indexer_bulk_seconds", "Time for one poll to settle in the index")
-# The group's short name: its dead-letter topic (jobpost.search-indexer.dlq) and its counters'
-# label. What it delivers to is the destination `search` (in jobpost.deliveries).
-GROUP = "search-indexer"
+# Its dead-letter topic (jobpost.search-indexer.dlq) and its counters' label. What it delivers
+# to is the destination `search` (in jobpost.deliveries).
+GROUP = Component.SEARCH_INDEXER
 
 
 class RetryableBulk(Exception):

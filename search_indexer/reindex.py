@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Message, TopicPartition
 from elasticsearch import Elasticsearch
 
-from schemas import records
-from schemas.kafka import KafkaSettings
+from runtime import records
+from runtime.kafka import KafkaSettings
+from runtime.replay import replay
 from schemas.model import PostingUpdate
-from schemas.replay import replay
 from schemas.topics import Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings

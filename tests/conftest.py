@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from schemas.kafka import KafkaSettings
-from schemas.topics import Topics, ensure_topics
+from runtime.kafka import KafkaSettings
+from runtime.topics import ensure_topics
+from schemas.topics import Topics
 from tests import servers
 
 
@@ -29,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Local stores (schemas.stores) of every component a test starts, in-process or as a
+    """Local stores (runtime.stores) of every component a test starts, in-process or as a
     process, go under a folder of this session, never the project's `.state`."""
     path = tmp_path_factory.mktemp("state")
     with pytest.MonkeyPatch.context() as patch:

@@ -12,10 +12,10 @@ from jobpost.processes import (  # noqa: F401 - the tests import them from here
     running_api,
     wait_until,
 )
+from runtime.kafka import KafkaSettings
+from runtime.replay import replay
 from schemas import codec
-from schemas.kafka import KafkaSettings
 from schemas.model import PostingUpdate
-from schemas.replay import replay
 
 
 def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, PostingUpdate | None]]:

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 
 from consumers.errors import RejectedError, RetryableError
-from schemas.http import retryable_status
+from runtime.http import retryable_status
 
 
 @dataclass

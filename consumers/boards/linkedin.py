@@ -12,7 +12,7 @@ from pydantic import BaseModel, SecretStr
 
 from consumers.boards import post, unintelligible
 from consumers.errors import RejectedError, RetryableError
-from schemas.http import retryable_status
+from runtime.http import retryable_status
 from schemas.model import Destination, PostingUpdate
 
 

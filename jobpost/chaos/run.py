@@ -21,7 +21,7 @@ from jobpost.chaos import verify
 from jobpost.chaos.faults import FAULTS, Target
 from jobpost.chaos.load import Ledger, Load
 from jobpost.processes import Process, free_port, wait_until
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 FULL = ["broker-kill", "broker-pause", "api-kill", "consumer-kill", "indexer-kill", "search-stop"]
 SHORT = ["broker-kill", "consumer-kill", "api-kill"]

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 
 from jobpost.chaos.load import Ledger
-from schemas import records
-from schemas.kafka import KafkaSettings
-from schemas.replay import replay
-from schemas.topics import DEAD_LETTER_GROUPS, Topics
+from runtime import records
+from runtime.kafka import KafkaSettings
+from runtime.replay import replay
+from schemas.topics import Component, Topics
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _board_matches(
 def count_dead_letters(kafka: KafkaSettings) -> dict[str, int]:
     topics = Topics(kafka.topic_prefix)
     counts: dict[str, int] = {}
-    for group in DEAD_LETTER_GROUPS:
+    for group in Component:
         letters: list[Any] = []
         replay(kafka, topics.dlq(group), range(kafka.partitions), letters.append)
         counts[group] = len(letters)

@@ -8,8 +8,8 @@ import time
 
 import httpx
 
+from runtime.replay import replay
 from schemas import codec
-from schemas.replay import replay
 from tests.processes import ApiProcess, wait_until
 
 BODY = {"title": "Delivery Driver", "description": "Vans", "notes": ""}
@@ -324,7 +324,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from schemas.topics import ensure_topics
+    from runtime.topics import ensure_topics
 
     start_consumer("linkedin")
     posting_id = create(api, "Undeliverable")

@@ -16,12 +16,14 @@ from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
 from consumers.config import ConsumerSettings
 from consumers.retry import RetrySettings
 from consumers.runner import DeliveryRunner
-from schemas import codec, records
-from schemas.deliveries import delivery_state, state_record
+from runtime import records
+from runtime.deliveries import state_record
+from runtime.replay import replay
+from runtime.stores import PartitionStore, StateSettings, Stores
+from schemas import codec
+from schemas.deliveries import delivery_state
 from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
-from schemas.replay import replay
-from schemas.stores import PartitionStore, StateSettings, Stores
 
 
 def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) -> None:

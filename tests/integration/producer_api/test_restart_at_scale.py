@@ -9,7 +9,7 @@ import time
 import httpx
 
 from bench.seed import seed
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.processes import ApiProcess, wait_until
 
 N = 50_000

@@ -13,13 +13,13 @@ import pytest
 from confluent_kafka import Message, Producer
 
 from producer_api.config import ApiSettings
+from producer_api.read.views import PostingsView, PostingView
 from producer_api.readiness import Readiness
-from producer_api.view import PostingsView, PostingView
+from runtime.kafka import KafkaSettings
+from runtime.stores import PartitionStore, Put, StateSettings
 from schemas import codec
-from schemas.kafka import KafkaSettings
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
-from schemas.stores import PartitionStore, Put, StateSettings
 from tests.processes import wait_until
 
 Written = dict[str, PostingView]  # what a reader should see, by posting id

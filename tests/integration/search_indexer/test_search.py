@@ -99,9 +99,13 @@ def test_search_follows_create_replace_and_delete(api, indexer):
 
 
 def test_description_text_is_not_searched_by_default(api, indexer):
-    write(api, "POST", title="Gardener", description="marsupial habitat")
+    gardener = write(api, "POST", title="Gardener", description="marsupial habitat")
     marker = write(api, "POST", title="Marsupial Vet", description="")
-    wait_until(lambda: ids_found(api, "marsupial") == [marker["id"]], 60, "the title match only")
+    # Both are indexed (each is found by its title) before the description is searched for.
+    wait_until(lambda: ids_found(api, "gardener") == [gardener["id"]], 60, "the gardener to be indexed")
+    wait_until(lambda: ids_found(api, "vet") == [marker["id"]], 60, "the vet to be indexed")
+    assert ids_found(api, "marsupial") == [marker["id"]]
+    assert ids_found(api, "habitat") == []
 
 
 def test_best_first_and_paged_with_a_cursor(api, indexer):

@@ -11,7 +11,7 @@ def test_the_environment_names_the_board_as_before(monkeypatch):
     monkeypatch.setenv("JOBPOST_CONSUMER_DESTINATION", "indeed")
     settings = ConsumerSettings()
     assert settings.destination is Destination.INDEED
-    assert (settings.group, settings.dead_letter_group) == ("jobpost-indeed", "indeed")
+    assert (settings.group, settings.component) == ("jobpost-indeed", "indeed")
 
 
 def test_search_is_a_destination_but_not_a_board():

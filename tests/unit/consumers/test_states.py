@@ -3,12 +3,12 @@
 from pathlib import Path
 
 from consumers.states import StoredStates
+from runtime.kafka import KafkaSettings
+from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.kafka import KafkaSettings
 from schemas.model import DeliveryStatus, Destination
 from schemas.partitioning import partition_for
-from schemas.stores import PartitionStore, StateSettings, Stores
 
 PARTITIONS = 3
 

@@ -9,7 +9,7 @@ import pytest
 
 from jobpost import stack, supervisor
 from jobpost.supervisor import RunSettings, component_env, kafka_env, kafka_settings
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 KAFKA_VARIABLES = (
     "JOBPOST_KAFKA_BOOTSTRAP_SERVERS",

@@ -6,10 +6,11 @@ import asyncio
 import pytest
 from confluent_kafka import Message
 
+from producer_api.read.views import DeliveriesView, PostingsView
 from producer_api.service import PostingError, PostingService, Unavailable, request_fingerprint
-from producer_api.view import DeliveriesView, PostingsView
-from schemas.deliveries import state_record
-from schemas.kafka import KafkaSettings
+from runtime.deliveries import state_record
+from runtime.kafka import KafkaSettings
+from runtime.stores import PartitionStore
 from schemas.model import (
     Action,
     Command,
@@ -21,7 +22,6 @@ from schemas.model import (
     Reply,
 )
 from schemas.partitioning import partition_for
-from schemas.stores import PartitionStore
 
 
 class FakeCommands:

@@ -24,3 +24,13 @@ def test_partition_matches_javas_partitioner(key, java_hash, partitions):
 def test_text_keys_are_utf8_and_spread_over_every_partition():
     assert partition_for("foobar", 6) == partition_for(b"foobar", 6)
     assert {partition_for(f"posting-{i}", 6) for i in range(200)} == set(range(6))
+
+
+def test_the_pure_python_hash_agrees_with_librdkafkas_for_many_keys():
+    from confluent_kafka import murmur2 as librdkafka_murmur2
+
+    keys = [f"{i:x}-posting-{'é' * (i % 5)}".encode() for i in range(2000)]
+    for partitions in (3, 6, 64):
+        assert [partition_for(k, partitions) for k in keys] == [
+            int(librdkafka_murmur2(k, partitions)) for k in keys
+        ]

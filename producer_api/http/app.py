@@ -1,0 +1,201 @@
+"""The FastAPI application: built from settings, its Kafka clients started in the lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from producer_api.commands import CommandClient
+from producer_api.config import ApiSettings
+from producer_api.http import problems
+from producer_api.http.problems import Problem
+from producer_api.http.routes import health, operations, postings
+from producer_api.operations import Operations
+from producer_api.read.search import TitleSearch
+from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
+from producer_api.readiness import Readiness
+from producer_api.service import PostingError, PostingService, Unavailable
+from runtime import write_stages
+from sequencer.config import SequencerSettings
+from sequencer.member import Sequencer
+
+log = logging.getLogger(__name__)
+_UI = Path(__file__).parent.parent / "ui"  # the playground's static files
+
+REQUEST_SECONDS = Histogram(
+    "jobpost_api_request_seconds",
+    "HTTP request latency by route, method and status",
+    ["method", "route", "status"],
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
+)
+# A refusal's status and title (the problem type is derived from the title).
+_PROBLEM_OF = {
+    "NOT_FOUND": (404, "Not found"),
+    "GONE": (410, "Gone"),
+    "VERSION_MISMATCH": (412, "Precondition failed"),
+    "ALREADY_EXISTS": (409, "Conflict"),
+    "BAD_CURSOR": (422, "Invalid request"),
+    "KEY_REUSED": (422, "Idempotency key reused"),
+}
+
+
+def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        commands = CommandClient(settings.kafka)
+        view = PostingsView(settings.kafka, settings.state)
+        deliveries = DeliveriesView(settings.kafka, settings.state)
+        events = DeliveryEventsView(settings.kafka, settings.state)
+        commands.start()
+        view.start()
+        deliveries.start()
+        events.start()
+        sequencer, sequencing = None, None
+        if settings.embedded_sequencer:
+            sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
+            sequencing = threading.Thread(target=_run_or_exit, args=(sequencer,), name="sequencer")
+            sequencing.daemon = True
+            sequencing.start()
+        app.state.settings = settings
+        app.state.tokens = settings.token_set()
+        search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
+        app.state.service = PostingService(
+            commands, view, deliveries, search, settings.write_timeout_s, events
+        )
+        app.state.operations = Operations(settings, deliveries)
+        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
+        try:
+            yield
+        finally:
+            if sequencer and sequencing:
+                # Let the member leave the group (and close its stores): its partitions
+                # move at once instead of after the session timeout.
+                sequencer.stop()
+                await asyncio.to_thread(sequencing.join, 15)
+            view.close()
+            deliveries.close()
+            events.close()
+            app.state.operations.close()
+            commands.close()
+            search.close()
+
+    app = FastAPI(
+        title="jobpost",
+        version="0.1.0",
+        description="Job postings, versioned by one writer per posting and delivered in order "
+        "to LinkedIn, Indeed and search.",
+        lifespan=lifespan,
+    )
+    problems.install(app)
+    problems.document(app)
+
+    @app.exception_handler(PostingError)
+    async def _refused(_request: Request, exc: PostingError) -> Response:
+        status, title = _PROBLEM_OF[exc.kind]
+        headers = {"ETag": f'"{exc.version}"'} if exc.version is not None and exc.version >= 0 else {}
+        return Problem(status, title, exc.detail, headers=headers).response()
+
+    @app.exception_handler(Unavailable)
+    async def _unavailable(_request: Request, exc: Unavailable) -> Response:
+        return Problem(
+            503,
+            "Service unavailable",
+            str(exc),
+            headers={"Retry-After": "1"},
+        ).response()
+
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestTimer)
+    app.include_router(health.router)
+    app.include_router(postings.router)
+    app.include_router(operations.router)
+    app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def _run_or_exit(sequencer: Sequencer) -> None:
+    """The embedded sequencer member: it replaces failed sessions by itself; should it stop
+    for good, a replica that cannot sequence must not go on looking alive."""
+    try:
+        sequencer.run()
+    except BaseException:
+        log.critical("the embedded sequencer stopped; exiting so the supervisor restarts us", exc_info=True)
+        logging.shutdown()
+        os._exit(70)
+
+
+class RequestTimer:
+    """Observes every HTTP request's latency by route template (pure ASGI: no body copying)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        timing = write_stages.open_request()
+        started = timing.started
+        status = "500"
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = str(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            finished = time.perf_counter()
+            REQUEST_SECONDS.labels(scope["method"], route, status).observe(finished - started)
+            if timing.resumed is not None:  # a write that was sequenced
+                write_stages.observe("respond", finished - timing.resumed)
+                write_stages.observe("request", finished - started)
+
+
+class BodyLimit:
+    """413 for a body over the limit, whether Content-Length says so or the stream does."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = Problem(413, "Payload too large", f"the body is over {self.max_bytes} bytes")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await too_large.response()(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise too_large  # FastAPI re-raises it from body parsing; its handler answers
+            return message
+
+        await self.app(scope, limited, send)

@@ -1,0 +1,185 @@
+"""/postings: create, read, replace, delete. Entry points only translate HTTP to the service."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Response, status
+
+from producer_api.config import ApiSettings
+from producer_api.http.deps import ExpectedVersion, IdempotencyKey, Service, Settings, authenticate
+from producer_api.http.models import (
+    DeletedOut,
+    DeliveriesOut,
+    DestinationProgress,
+    PostingIn,
+    PostingOut,
+    ProblemOut,
+    SearchPage,
+)
+from producer_api.http.ops_models import TimelineOut
+from producer_api.http.problems import validation_problem
+from producer_api.read.views import PostingView
+from schemas.model import Posting
+
+router = APIRouter(
+    prefix="/postings",
+    tags=["postings"],
+    dependencies=[Depends(authenticate)],
+    responses={
+        401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
+        422: {"model": ProblemOut, "description": "invalid request"},
+    },
+)
+PostingId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")]
+_REFUSED: dict[int | str, dict[str, Any]] = {
+    404: {"model": ProblemOut, "description": "no posting has this id"},
+    410: {"model": ProblemOut, "description": "the posting was deleted"},
+}
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ProblemOut, "description": "not answered in time; retry (a write: with the same key)"}
+}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=PostingOut,
+    responses={409: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def create_posting(
+    body: PostingIn, response: Response, service: Service, settings: Settings, key: IdempotencyKey
+) -> PostingOut:
+    _check_limits(body, settings)
+    view = await service.create(_posting(body), key)
+    response.headers["Location"] = f"/postings/{view.id}"
+    return _present(view, response)
+
+
+@router.get("", response_model=SearchPage, responses=_UNAVAILABLE)
+async def search_postings(
+    service: Service,
+    q: Annotated[str, Query(min_length=1, max_length=200, description="words of the title")],
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=500,
+            pattern="^[A-Za-z0-9_-]+$",
+            description="opaque (URL-safe base64): the `next_cursor` of the page before",
+        ),
+    ] = None,
+) -> SearchPage:
+    """Active postings whose title matches `q`, best first."""
+    documents, next_cursor = await service.search(q, limit, cursor)
+    items = [
+        PostingOut(
+            id=d.id,
+            version=d.version,
+            title=d.title,
+            description=d.description,
+            notes=d.notes,
+            status=d.status,
+            last_update_time_millis=d.last_update_time,
+        )
+        for d in documents
+    ]
+    return SearchPage(items=items, next_cursor=next_cursor)
+
+
+@router.get("/{posting_id}", response_model=PostingOut, responses={**_REFUSED, **_UNAVAILABLE})
+async def read_posting(
+    posting_id: PostingId,
+    response: Response,
+    service: Service,
+    settings: Settings,
+    consistency: Annotated[
+        Literal["eventual", "strong"],
+        Query(description="strong: see every write committed before this request"),
+    ] = "eventual",
+) -> PostingOut:
+    view = await service.get(posting_id, consistency == "strong", settings.strong_read_timeout_s)
+    return _present(view, response)
+
+
+@router.get("/{posting_id}/deliveries", response_model=DeliveriesOut, responses={404: _REFUSED[404]})
+async def posting_deliveries(posting_id: PostingId, service: Service) -> DeliveriesOut:
+    """How far each destination (LinkedIn, Indeed, search) has got with the posting."""
+    view, progress = service.deliveries(posting_id)
+    return DeliveriesOut(
+        posting_id=posting_id,
+        version=view.version,
+        destinations={d: DestinationProgress(**p) for d, p in progress.items()},
+    )
+
+
+@router.get("/{posting_id}/timeline", response_model=TimelineOut, responses={404: _REFUSED[404]})
+async def posting_timeline(posting_id: PostingId, service: Service) -> TimelineOut:
+    """The posting's versions, and what each came to at LinkedIn, Indeed and search: one
+    cell per version and destination, and the delivery events behind them."""
+    return TimelineOut.model_validate(service.timeline(posting_id))
+
+
+@router.put(
+    "/{posting_id}",
+    response_model=PostingOut,
+    responses={**_REFUSED, 412: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def replace_posting(
+    posting_id: PostingId,
+    body: PostingIn,
+    response: Response,
+    service: Service,
+    settings: Settings,
+    expected: ExpectedVersion,
+    key: IdempotencyKey,
+) -> PostingOut:
+    _check_limits(body, settings)
+    view = await service.replace(posting_id, _posting(body), key, expected)
+    return _present(view, response)
+
+
+@router.delete(
+    "/{posting_id}",
+    response_model=DeletedOut,
+    responses={**_REFUSED, 412: {"model": ProblemOut}, **_UNAVAILABLE},
+)
+async def delete_posting(
+    posting_id: PostingId, service: Service, expected: ExpectedVersion, key: IdempotencyKey
+) -> DeletedOut:
+    view = await service.delete(posting_id, key, expected)
+    return DeletedOut(id=view.id, version=view.version)
+
+
+def _posting(body: PostingIn) -> Posting:
+    return Posting(body.title, body.description, body.notes)
+
+
+def _present(view: PostingView, response: Response) -> PostingOut:
+    response.headers["ETag"] = f'"{view.version}"'
+    posting = view.posting or Posting("", "")
+    return PostingOut(
+        id=view.id,
+        version=view.version,
+        title=posting.title,
+        description=posting.description,
+        notes=posting.notes,
+        status="deleted" if view.deleted else "active",
+        last_update_time_millis=view.last_update_time_millis,
+    )
+
+
+def _check_limits(body: PostingIn, settings: ApiSettings) -> None:
+    """Settings may lower the contract's limits; the model enforces the contract's own."""
+    limits = {
+        "title": settings.title_max_chars,
+        "description": settings.description_max_chars,
+        "notes": settings.notes_max_chars,
+    }
+    errors = [
+        {"loc": ["body", field], "msg": f"at most {limit} characters", "type": "string_too_long"}
+        for field, limit in limits.items()
+        if len(getattr(body, field)) > limit
+    ]
+    if errors:
+        raise validation_problem(errors)

@@ -1,0 +1,252 @@
+"""Following a compacted topic into local stores: the machinery under the API's views.
+
+One thread follows every partition from where its store left off (read_committed) and
+writes each poll batch's changes together with the new position, so a restart reads only
+what was written since. A strong read waits until the view has passed the partition's end
+offset taken at request time. A record the view cannot use is counted and skipped; a
+failure of the reading thread resumes from the stores' checkpoints, never from the
+beginning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from runtime import records
+from runtime.kafka import KafkaSettings, coordinates, end_offset, poll_batch
+from runtime.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
+from schemas.partitioning import partition_for
+
+log = logging.getLogger(__name__)
+
+# librdkafka prefetches up to 100,000 records per partition and 64 MiB by default, which a
+# restore would hold besides what it is writing.
+_FOLLOWER = {"enable.partition.eof": True, "queued.min.messages": 1000, "queued.max.messages.kbytes": 16384}
+
+
+class StrongReadTimeout(Exception):
+    """The view did not reach the partition's end in time."""
+
+
+class LogView:
+    """Follows every partition of a topic on a thread of its own, from its store's
+    checkpoint, handing each record to `apply` and writing the puts it returns with the new
+    position, one atomic write per partition per poll batch. Knows how far it has read
+    (strong reads) and which partitions have caught up with the end they had when it
+    started following (readiness)."""
+
+    reader = "view"
+
+    def __init__(self, kafka: KafkaSettings, topic: str, state: StateSettings | None = None) -> None:
+        self.kafka = kafka
+        self.topic = topic
+        self.state = state or StateSettings()
+        self.stores = Stores(self.state, kafka, self.reader, topic)
+        self.records_read = 0  # since this view started: what a restart cost
+        self._batches = 0
+        self.ready = threading.Event()  # every partition caught up
+        self._positions: dict[int, int] = {}
+        self._targets: dict[int, int] = {}
+        self._behind: frozenset[int] = frozenset()
+        self._batch: dict[int, dict[bytes, bytes | None]] = {}  # puts not yet written, per partition
+        self._private: Path | None = None
+        self._lock = threading.Lock()  # opening, rebuilding and closing stores vs reading them
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name=f"view-{topic}", daemon=True)
+        self._probe: Consumer | None = None
+        self._partition_count = kafka.partitions
+
+    def apply(self, message: Message) -> list[Put]:
+        """What one record changes in its partition's store; raise records.PoisonRecord for
+        one that cannot be used."""
+        raise NotImplementedError
+
+    @property
+    def behind_partitions(self) -> list[int]:
+        """Partitions not yet caught up with the end they had when following (re)started."""
+        return sorted(self._behind)
+
+    @property
+    def ready_partitions(self) -> list[int]:
+        return sorted(set(self._targets) - self._behind)
+
+    def restoring(self, posting_id: str) -> bool:
+        """True while the posting's partition has not caught up since the view started:
+        what the view lacks may still be on its way, so "not found" is not an answer yet."""
+        if self.ready.is_set():
+            return False
+        return partition_for(posting_id, self._partition_count) not in self.ready_partitions
+
+    def start(self) -> None:
+        # End offsets come from a consumer of their own: asking the one that is consuming
+        # can block behind its fetch.
+        self._probe = Consumer(self.kafka.consumer_config(f"view-probe-{uuid.uuid4().hex}"))
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        if self._probe is not None:
+            self._probe.close()
+        with self._lock:
+            self.stores.close()
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+
+    async def wait_for_end(self, posting_id: str, timeout_s: float) -> None:
+        """Return once every record committed on the posting's partition before this call
+        is in the view."""
+        deadline = time.monotonic() + timeout_s
+        partition = partition_for(posting_id, self._partition_count)
+        target = await asyncio.to_thread(self._end_offset, partition)
+        while self._positions.get(partition, -1) < target:
+            if time.monotonic() > deadline:
+                raise StrongReadTimeout(f"view of partition {partition} is behind")
+            await asyncio.sleep(0.005)
+
+    def _end_offset(self, partition: int) -> int:
+        assert self._probe is not None
+        return end_offset(self._probe, self.topic, partition, timeout=5)
+
+    def _stored(self, key: str, suffix: bytes = b"") -> bytes | None:
+        """The value of `key` (plus `suffix`) in the store of `key`'s partition, as of what
+        the follower has written; None before that store is open."""
+        partition = partition_for(key, self._partition_count)
+        with self._lock:
+            store = self.stores.open.get(partition)
+            return None if store is None else store.get(key.encode() + suffix)
+
+    def _scan(self, key: str, suffix: bytes) -> list[tuple[bytes, bytes]]:
+        """Every entry whose key starts with `key` plus `suffix`, in the store of `key`'s
+        partition, in key order."""
+        partition = partition_for(key, self._partition_count)
+        with self._lock:
+            store = self.stores.open.get(partition)
+            return [] if store is None else list(store.items(key.encode() + suffix))
+
+    def _current(self, partition: int, key: bytes) -> bytes | None:
+        """For `apply`: the key's value including what this poll batch has changed."""
+        batch = self._batch.get(partition)
+        if batch is not None and key in batch:
+            return batch[key]
+        store = self.stores.open.get(partition)
+        return None if store is None else store.get(key)
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._follow_once()
+            except Exception:  # keep serving what we have; resume from the stores' checkpoints
+                log.exception("view of %s failed; resuming it", self.topic)
+                self._stop.wait(1.0)
+
+    def _follow_once(self) -> None:
+        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER))
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+            partitions = sorted(metadata.partitions)
+            self._partition_count = len(partitions)
+            try:
+                self._open_stores(consumer, partitions)
+            except StateLocked as exc:
+                self._use_private_stores(exc)
+                self._open_stores(consumer, partitions)
+            consumer.assign(
+                [TopicPartition(self.topic, p, self._positions[p] or OFFSET_BEGINNING) for p in partitions]
+            )
+            self._note_progress()
+            while not self._stop.is_set():
+                self._fold(consumer, poll_batch(consumer, self.state.batch_records, 0.1))
+        finally:
+            self.ready.clear()
+            self._batch.clear()
+            consumer.close()
+
+    def _open_stores(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Open each partition's store, rebuilding one whose checkpoint lies outside the
+        log, and take the end each partition has now as what it must reach to be ready."""
+        positions, targets = {}, {}
+        for partition in partitions:
+            start, end = consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), timeout=10, cached=False
+            )
+            with self._lock:
+                store = self.stores.get(partition)
+                if store.checkpoint:
+                    store.check_bounds(start, end)
+            positions[partition], targets[partition] = store.checkpoint, end
+        self._positions, self._targets = positions, targets
+        self._behind = frozenset(p for p in partitions if positions[p] < targets[p])
+
+    def _use_private_stores(self, why: StateLocked) -> None:
+        """Another replica uses this state folder: follow into a folder of this process
+        alone (a full read, then correct), removed on close."""
+        log.warning("view of %s restores into a private folder: %s", self.topic, why)
+        with self._lock:
+            self.stores.close()
+            self.state.dir.mkdir(parents=True, exist_ok=True)
+            self._private = Path(tempfile.mkdtemp(prefix=f"{self.reader}-", dir=self.state.dir))
+            private = self.state.model_copy(update={"dir": self._private})
+            self.stores = Stores(private, self.kafka, self.reader, self.topic)
+
+    def _fold(self, consumer: Consumer, messages: list[Message]) -> None:
+        moved: dict[int, int] = {}
+        for message in messages:
+            error = message.error()
+            if error is None:
+                _, partition, offset = coordinates(message)
+                self._take(message, partition)
+                moved[partition] = offset + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # Also the position of a partition that holds no record at all.
+                _, partition, offset = coordinates(message)
+                moved[partition] = max(offset, moved.get(partition, 0))
+            elif not error.retriable():
+                log.error("view of %s: %s", self.topic, error)
+        if not moved:
+            return
+        # Past transaction markers too, which no record reports.
+        for tp in consumer.position([TopicPartition(self.topic, p) for p in moved]):
+            if tp.offset >= 0:
+                moved[tp.partition] = max(moved[tp.partition], tp.offset)
+        for partition, position in moved.items():
+            puts = self._batch.pop(partition, {})
+            if puts or position > self._positions.get(partition, 0):
+                self.stores.get(partition).write(puts.items(), position)
+                self._positions[partition] = position
+        self._note_progress()
+        self._batches += 1
+        if self._behind and self._batches % 10 == 0:
+            release_free_memory()  # a restore frees as much as it reads
+
+    def _take(self, message: Message, partition: int) -> None:
+        try:
+            puts = self.apply(message)
+        except records.PoisonRecord as exc:
+            records.note_poison(self.reader, message, exc.reason)
+            puts = []
+        self._batch.setdefault(partition, {}).update(puts)
+        self.records_read += 1
+        if partition in self._behind:
+            RESTORED.labels(self.reader).inc()
+
+    def _note_progress(self) -> None:
+        if self._behind:
+            caught_up = {p for p in self._behind if self._positions.get(p, 0) >= self._targets[p]}
+            if caught_up:
+                log.info("view of %s caught up on partitions %s", self.topic, sorted(caught_up))
+                self._behind = self._behind - caught_up
+                release_free_memory()
+        RESTORING.labels(self.reader).set(len(self._behind))
+        if not self._behind and not self.ready.is_set():
+            log.info("view of %s caught up (%d records read)", self.topic, self.records_read)
+            self.ready.set()

@@ -1,0 +1,21 @@
+"""Entry point: `jobpost sequencer` (a sequencer member alone, without the API)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+
+from sequencer.config import SequencerSettings
+from sequencer.member import Sequencer
+
+
+def run_sequencer() -> None:
+    sequencer = Sequencer(SequencerSettings())
+
+    def _stop(_signum: int, _frame: object) -> None:
+        sequencer.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    logging.getLogger(__name__).info("sequencer starting")
+    sequencer.run()

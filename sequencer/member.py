@@ -1,0 +1,97 @@
+"""The sequencer: the one writer of each posting's versions.
+
+A consumer group over `jobpost.commands`. For each partition it owns it knows, per posting
+of the same partition of `jobpost.postings`, what deciding a command needs (version,
+deleted, where the newest version lies, recent idempotency keys; never the text): in a
+local store that mirrors the compacted changelog `jobpost.sequencer-state`, brought up to
+date on assignment (sequencer.restore). Each poll becomes one Kafka
+transaction: the PostingUpdates, the replies, the dead letters of commands it cannot read,
+the changed postings' states for the changelog, and the command offsets
+(`send_offsets_to_transaction` with the group metadata, so a zombie member is fenced). A
+state names the offset of its posting's newest version as predicted when it is produced
+(sequencer.placements: no wait for Kafka inside the transaction); a wrong prediction
+is corrected in a transaction of its own right after the commit. The local store takes
+the states, with the offsets Kafka acknowledged, once the transaction committed, so it
+never holds what Kafka does not.
+
+Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
+ends it: consumer, producer and in-memory state are thrown away and a new session starts
+from the committed offsets and the changelog, so no state outlives what Kafka committed.
+When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
+and its supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from confluent_kafka import KafkaException
+from prometheus_client import Counter
+
+from sequencer.config import SequencerSettings
+from sequencer.session import Session
+
+log = logging.getLogger(__name__)
+
+SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
+
+
+class SequencerFailed(RuntimeError):
+    """No session could be brought up for too long: the process should exit."""
+
+
+@dataclass(frozen=True)
+class SequencerStatus:
+    """What the member serves right now, as one snapshot (readiness reads it from another
+    thread; the session replaces it whole, never changes it)."""
+
+    session_up: bool = False  # a session is consuming
+    assigned: frozenset[int] = frozenset()  # restored and served by this member
+    restoring: frozenset[int] = frozenset()  # assigned, state still being read from the log
+
+
+class Sequencer:
+    def __init__(self, settings: SequencerSettings) -> None:
+        self.settings = settings
+        self._stop = threading.Event()
+        self._status = SequencerStatus()
+        self._status_lock = threading.Lock()
+
+    @property
+    def status(self) -> SequencerStatus:
+        return self._status
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """Run sessions until stop(); a failed session is replaced after a short backoff."""
+        backoff = 0.5
+        last_up = time.monotonic()
+        while not self._stop.is_set():
+            SESSIONS.inc()
+            session = Session(self.settings, self._stop, self._report)
+            try:
+                session.run()
+                backoff = 0.5
+            except Exception as exc:  # any failure ends the session, never the member
+                log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
+                            exc_info=not isinstance(exc, KafkaException | TimeoutError))  # fmt: skip
+            finally:
+                if session.came_up:
+                    last_up = time.monotonic()
+                self._report(session_up=False, assigned=frozenset(), restoring=frozenset())
+            if time.monotonic() - last_up > self.settings.give_up_after_s:
+                raise SequencerFailed(
+                    f"no sequencer session came up for {self.settings.give_up_after_s:.0f} s"
+                )
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, 2.0)  # a broker's failover takes seconds: try again soon
+
+    def _report(self, **changes: object) -> None:
+        """A session's news: a new snapshot with these fields changed."""
+        with self._status_lock:
+            self._status = replace(self._status, **changes)  # type: ignore[arg-type]

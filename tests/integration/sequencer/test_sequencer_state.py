@@ -1,0 +1,200 @@
+"""The sequencer's state on disk: a restart reads only what was written since, an empty or
+broken store is rebuilt from the changelog, and decisions stay what the log says."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+import httpx
+from confluent_kafka import Producer
+from rocksdict import Options, Rdict
+
+from runtime.stores import PartitionStore
+from schemas import codec
+from schemas.model import Op, Posting, PostingUpdate
+from schemas.partitioning import partition_for
+from tests.processes import ApiProcess, read_postings, running_api, versions_of
+
+TOKEN = "test-token"
+POSTING = {"title": "Stream Processing Engineer", "description": "Kafka, Python", "notes": ""}
+
+
+def restored_records(api: ApiProcess) -> float:
+    """What this process read from the changelog to restore the sequencer's stores."""
+    text = httpx.get(f"{api.url}/metrics", timeout=5).text
+    found = re.search(r'^jobpost_state_restored_records_total\{store="sequencer"\} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def rebuilds(api: ApiProcess) -> float:
+    text = httpx.get(f"{api.url}/metrics", timeout=5).text
+    return sum(float(v) for v in re.findall(r"^jobpost_state_rebuilds_total\{[^}]*\} (\S+)$", text, re.M))
+
+
+def create(api: ApiProcess, title: str = "First", **headers: str) -> str:
+    response = httpx.post(
+        f"{api.url}/postings",
+        json={**POSTING, "title": title},
+        headers={**api.headers, **headers},
+        timeout=15,
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def replace(api: ApiProcess, posting_id: str, title: str, **headers: str) -> httpx.Response:
+    body = {**POSTING, "title": title}
+    return httpx.put(
+        f"{api.url}/postings/{posting_id}", json=body, headers={**api.headers, **headers}, timeout=15
+    )
+
+
+def test_a_restart_reads_only_the_changelog_written_since(kafka, topics, elasticsearch_url, tmp_path):
+    state = str(tmp_path / "api")
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
+        ids = [create(api) for _ in range(30)]
+        for posting_id in ids:
+            assert replace(api, posting_id, "Second").status_code == 200
+
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
+        assert restored_records(api) == 0  # its store was at the changelog's end
+        assert replace(api, ids[0], "Third").json()["version"] == 2
+
+    # Someone else (a replica with a store of its own) writes meanwhile.
+    with running_api(kafka, TOKEN, elasticsearch_url) as other:
+        for posting_id in ids[:5]:
+            assert replace(other, posting_id, "By the other").status_code == 200
+
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
+        assert 5 <= restored_records(api) <= 10  # the other's five changes (and little more)
+        assert replace(api, ids[0], "Fourth").json()["version"] == 4
+        assert replace(api, ids[9], "Third").json()["version"] == 2
+    assert versions_of(kafka, topics.postings, ids[0]) == [0, 1, 2, 3, 4]
+
+
+def test_an_empty_state_folder_restores_versions_deletes_and_idempotency_keys(
+    kafka, topics, elasticsearch_url
+):
+    with running_api(kafka, TOKEN, elasticsearch_url) as api:
+        kept = create(api)
+        assert replace(api, kept, "Retried", **{"Idempotency-Key": "k-1"}).json()["version"] == 1
+        gone = create(api, "Doomed")
+        assert replace(api, gone, "Last words").status_code == 200
+
+    with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # a folder of its own, empty
+        assert restored_records(fresh) >= 2
+        retry = replace(fresh, kept, "Retried", **{"Idempotency-Key": "k-1"})
+        assert (retry.status_code, retry.json()["version"]) == (200, 1)  # the original answer
+        reused = replace(fresh, kept, "Other body", **{"Idempotency-Key": "k-1"})
+        assert reused.status_code == 422
+        assert replace(fresh, kept, "Next").json()["version"] == 2
+
+        deleted = httpx.delete(f"{fresh.url}/postings/{gone}", headers=fresh.headers, timeout=15)
+        assert deleted.status_code in (200, 204), deleted.text
+        again = httpx.delete(f"{fresh.url}/postings/{gone}", headers=fresh.headers, timeout=15)
+        assert again.status_code == 410
+
+    records = [(k, v) for k, _, v in read_postings(kafka, topics.postings) if k == gone]
+    # The DELETED version carries the newest text though the sequencer's state holds none.
+    assert [(v.version, v.op, v.posting.title) for _, v in records if v] == [
+        (0, Op.CREATED, "Doomed"), (1, Op.UPDATED, "Last words"), (2, Op.DELETED, "Last words"),
+    ]  # fmt: skip
+    assert records[-1][1] is None  # then the tombstone
+    assert versions_of(kafka, topics.postings, kept) == [0, 1, 2]
+
+
+def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topics, elasticsearch_url):
+    """Postings written by a release without the changelog (or straight to the log)."""
+    producer = Producer(kafka.producer_config())
+    posting_id = str(uuid.uuid4())
+    for version, op in enumerate((Op.CREATED, Op.UPDATED)):
+        update = PostingUpdate(
+            posting_id, version, op, f"{posting_id}:{version}", f"r{version}",
+            Posting(f"Title {version}", "d", ""), 1000 + version, 1000 + version, "",
+        )  # fmt: skip
+        producer.produce(
+            topics.postings, key=posting_id, value=codec.posting_updates().encode(update),
+            partition=partition_for(posting_id, kafka.partitions),
+        )  # fmt: skip
+    assert producer.flush(15) == 0
+
+    with running_api(kafka, TOKEN, elasticsearch_url) as api:
+        assert replace(api, posting_id, "Title 2").json()["version"] == 2
+        assert httpx.delete(f"{api.url}/postings/{posting_id}", headers=api.headers, timeout=15).is_success
+
+    with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # now from the changelog
+        assert restored_records(fresh) >= 1
+        assert replace(fresh, posting_id, "After").status_code == 410
+    titles = [v.posting.title for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
+    assert titles == ["Title 0", "Title 1", "Title 2", "Title 2"]
+
+
+def test_a_broken_store_is_rebuilt_never_served(kafka, topics, elasticsearch_url, tmp_path):
+    state = tmp_path / "api"
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=str(state)) as api:
+        ids = [create(api) for _ in range(12)]
+    stores = sorted((state / "sequencer" / topics.sequencer_state).iterdir())
+    assert len(stores) == kafka.partitions
+
+    # Partition 0: a checkpoint ahead of the log; partition 1: state of another cluster;
+    # partition 2: a truncated file.
+    ahead = PartitionStore(stores[0], _identity_of(stores[0]))
+    ahead.write([], 10**9)
+    ahead.close()
+    foreign = PartitionStore(stores[1], "another-cluster/another-topic")
+    foreign.write([(ids[0].encode(), b"not a state of this cluster")], 1)
+    foreign.close()
+    for manifest in stores[2].glob("MANIFEST-*"):
+        manifest.write_bytes(b"")
+
+    with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=str(state)) as api:
+        assert rebuilds(api) >= 3
+        for posting_id in ids:
+            assert replace(api, posting_id, "Again").json()["version"] == 1
+    shutil.rmtree(state)
+
+
+def _identity_of(path: Path) -> str:
+    """The identity a store at `path` was written with (its metadata)."""
+    db = Rdict(str(path), Options(raw_mode=True))
+    try:
+        return str(json.loads(db[b"m:meta"])["identity"])
+    finally:
+        db.close()
+
+
+def mispredictions(api: ApiProcess) -> float:
+    text = httpx.get(f"{api.url}/metrics", timeout=5).text
+    found = re.search(r"^jobpost_sequencer_mispredicted_offsets_total (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_needs_it(
+    kafka, topics, elasticsearch_url
+):
+    with running_api(kafka, TOKEN, elasticsearch_url) as api:
+        posting_id = create(api, "Doomed")
+        # Another writer appends to the posting's partition: the sequencer's next offset
+        # there is no longer the one it predicts.
+        partition = partition_for(posting_id, kafka.partitions)
+        intruder = PostingUpdate(
+            posting_id="intruder", version=0, op=Op.CREATED, idempotency_key="intruder:0",
+            request_id="r", posting=Posting("Intruder", ""), last_update_time_millis=1, accepted_at=1,
+        )  # fmt: skip
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        producer.produce(
+            topics.postings, codec.posting_updates().encode(intruder), "intruder", partition=partition
+        )
+        assert producer.flush(10) == 0
+        assert replace(api, posting_id, "Last words").status_code == 200
+        assert mispredictions(api) >= 1
+
+    with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # restores from the changelog alone
+        deleted = httpx.delete(f"{fresh.url}/postings/{posting_id}", headers=fresh.headers, timeout=15)
+        assert deleted.status_code == 200, deleted.text
+    records = [v for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
+    assert [(v.version, v.op, v.posting.title) for v in records][-1] == (2, Op.DELETED, "Last words")

@@ -1,0 +1,100 @@
+"""The local store's promise: what it holds is the log as of its checkpoint, or nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from runtime.stores import _META, PartitionStore, StateLocked
+
+IDENTITY = "cluster-a/topic-1"
+
+
+def filled(path: Path, n: int = 3000) -> PartitionStore:
+    store = PartitionStore(path, IDENTITY)
+    for start in range(0, n, 1000):
+        store.write([(b"p%06d" % i, os.urandom(1500)) for i in range(start, start + 1000)], start + 1000)
+    return store
+
+
+def test_data_and_checkpoint_survive_a_reopen(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "0", IDENTITY)
+    assert store.checkpoint == 0 and store.rebuilt is None
+    store.write([(b"a", b"1"), (b"b", b"2")], 17)
+    store.write([(b"a", None)])  # a delete without moving the checkpoint
+    store.close()
+
+    again = PartitionStore(tmp_path / "0", IDENTITY)
+    assert again.checkpoint == 17
+    assert again.get(b"a") is None and again.get(b"b") == b"2"
+    assert list(again.items()) == [(b"b", b"2")]  # the store's own keys are not data
+    assert again.rebuilt is None
+
+
+def test_state_of_another_cluster_or_topic_is_thrown_away(tmp_path: Path) -> None:
+    filled(tmp_path / "0").close()
+    other = PartitionStore(tmp_path / "0", "cluster-b/topic-1")
+    assert other.checkpoint == 0 and other.get(b"p000001") is None
+    assert other.rebuilt is not None and "cluster-a/topic-1" in other.rebuilt
+
+
+def test_a_truncated_file_is_detected_and_rebuilt(tmp_path: Path) -> None:
+    filled(tmp_path / "0", 20_000).close()
+    tables = sorted((tmp_path / "0").glob("*.sst"), key=lambda f: f.stat().st_size)
+    assert tables, "the data should have reached a table file"
+    with tables[-1].open("r+b") as f:
+        f.truncate(tables[-1].stat().st_size // 2)
+
+    store = PartitionStore(tmp_path / "0", IDENTITY)
+    assert store.rebuilt is not None and store.rebuilt.startswith("unreadable")
+    assert store.checkpoint == 0 and list(store.items()) == []
+
+
+def test_a_checkpoint_ahead_of_the_log_or_behind_its_start_is_not_served(tmp_path: Path) -> None:
+    store = filled(tmp_path / "0")  # checkpoint 3000
+    store.check_bounds(0, 3000)
+    assert store.rebuilt is None and store.get(b"p000001") is not None
+    store.check_bounds(0, 2999)  # the topic holds less than the store claims to have read
+    assert store.checkpoint == 0 and store.get(b"p000001") is None and "ahead" in (store.rebuilt or "")
+    store.close()
+
+    behind = filled(tmp_path / "1")
+    behind.check_bounds(3001, 5000)
+    assert behind.checkpoint == 0 and "behind" in (behind.rebuilt or "")
+
+
+def test_a_store_older_than_tombstone_retention_is_rebuilt(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "0", IDENTITY, max_age_s=60)
+    store.write([(b"a", b"1")], 5)
+    meta = {"identity": IDENTITY, "checkpoint": 5, "written_at": time.time() - 61}
+    store._db.put(_META, json.dumps(meta).encode())  # as if last written a minute ago
+    store.close()
+    again = PartitionStore(tmp_path / "0", IDENTITY, max_age_s=60)
+    assert again.checkpoint == 0 and again.get(b"a") is None and "not written" in (again.rebuilt or "")
+
+
+def test_garbage_metadata_is_rebuilt(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "0", IDENTITY)
+    store.write([(b"a", b"1")], 5)
+    store._db.put(_META, b"{not json")
+    store.close()
+    again = PartitionStore(tmp_path / "0", IDENTITY)
+    assert again.checkpoint == 0 and again.get(b"a") is None
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_an_empty_source_gives_an_empty_store(tmp_path: Path, n: int) -> None:
+    store = PartitionStore(tmp_path / str(n), IDENTITY)
+    store.check_bounds(0, 0)
+    assert store.checkpoint == 0 and store.rebuilt is None
+
+
+def test_a_store_in_use_is_reported_never_thrown_away(tmp_path: Path) -> None:
+    first = filled(tmp_path / "0", 1000)
+    with pytest.raises(StateLocked):
+        PartitionStore(tmp_path / "0", IDENTITY)
+    assert first.get(b"p000001") is not None and first.checkpoint == 1000
