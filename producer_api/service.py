@@ -6,18 +6,44 @@ import hashlib
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.read import timeline
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
-from schemas.model import Action, Command, DeliveryState, DeliveryStatus, Destination, Outcome, Posting
+from schemas.model import (
+    ANY_EMPLOYER,
+    DEFAULT_EMPLOYER,
+    Action,
+    Command,
+    DeliveryState,
+    DeliveryStatus,
+    Destination,
+    Outcome,
+    Posting,
+)
 from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
 _ID_NAMESPACE = uuid.UUID("4f1d2c8e-9b0a-4e57-a3c1-6a2b7f0e9d11")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: the credential's name (the actor recorded with what it writes) and its
+    employer; an operator acts on every employer's postings."""
+
+    name: str
+    employer: str = DEFAULT_EMPLOYER
+    operator: bool = False
+
+    @property
+    def acting_for(self) -> str:
+        """The employer a change of an existing posting is made for (ANY: an operator's)."""
+        return ANY_EMPLOYER if self.operator else self.employer
 
 
 class PostingError(Exception):
@@ -47,9 +73,28 @@ _METHOD_OF = {Action.CREATE: "POST", Action.REPLACE: "PUT", Action.DELETE: "DELE
 def request_fingerprint(action: Action, posting: Posting | None) -> str:
     """What makes two requests "the same request" for an Idempotency-Key: method and body.
     The sequencer keeps it in the log, so it must not change between releases."""
-    body = None if posting is None else posting.to_avro()  # the body's fields, as JSON had them
+    body = None if posting is None else _body(posting)
     canonical = json.dumps([_METHOD_OF[action], body], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _body(posting: Posting) -> dict[str, Any]:
+    """The body's fields, as JSON had them; the optional fields only when given, so a
+    request of a release before them keeps its fingerprint."""
+    fields = posting.to_avro()
+    return {name: value for name, value in fields.items() if value is not None or name in _ALWAYS}
+
+
+_ALWAYS = {"title", "description", "notes"}
+
+
+def create_id(employer: str, request_id: str | None) -> str:
+    """A create's posting id: derived from its Idempotency-Key (so a retried create lands on
+    the same posting) within the employer (so two employers' keys never meet), else random."""
+    if not request_id:
+        return str(uuid.uuid4())
+    scoped = request_id if employer == DEFAULT_EMPLOYER else f"{employer}\x00{request_id}"
+    return str(uuid.uuid5(_ID_NAMESPACE, scoped))
 
 
 class PostingService:
@@ -79,17 +124,25 @@ class PostingService:
         except SearchUnavailable as exc:
             raise Unavailable(f"search is unavailable: {exc}") from exc
 
-    async def create(self, posting: Posting, request_id: str | None) -> PostingView:
-        posting_id = str(uuid.uuid5(_ID_NAMESPACE, request_id)) if request_id else str(uuid.uuid4())
-        return await self._write(Action.CREATE, posting_id, request_id, posting, None)
+    async def create(self, caller: Caller, posting: Posting, request_id: str | None) -> PostingView:
+        posting_id = create_id(caller.employer, request_id)
+        return await self._write(
+            caller, caller.employer, Action.CREATE, posting_id, request_id, posting, None
+        )
 
     async def replace(
-        self, posting_id: str, posting: Posting, request_id: str | None, expected: int | None
+        self, caller: Caller, posting_id: str, posting: Posting, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write(Action.REPLACE, posting_id, request_id, posting, expected)
+        return await self._write(
+            caller, caller.acting_for, Action.REPLACE, posting_id, request_id, posting, expected
+        )
 
-    async def delete(self, posting_id: str, request_id: str | None, expected: int | None) -> PostingView:
-        return await self._write(Action.DELETE, posting_id, request_id, None, expected)
+    async def delete(
+        self, caller: Caller, posting_id: str, request_id: str | None, expected: int | None
+    ) -> PostingView:
+        return await self._write(
+            caller, caller.acting_for, Action.DELETE, posting_id, request_id, None, expected
+        )
 
     async def get(self, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
         if strong:
@@ -143,6 +196,8 @@ class PostingService:
 
     async def _write(
         self,
+        caller: Caller,
+        employer: str,
         action: Action,
         posting_id: str,
         request_id: str | None,
@@ -157,6 +212,8 @@ class PostingService:
             posting=posting,
             expected_version=expected,
             request_fingerprint=request_fingerprint(action, posting),
+            employer=employer,
+            actor=caller.name,
         )
         try:
             reply = await self.commands.send(command, self.write_timeout_s)

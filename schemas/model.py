@@ -26,21 +26,35 @@ from schemas.enums import (
     Outcome,
 )
 
+DEFAULT_EMPLOYER = "default"  # whose postings development tokens and records before employers write
+ANY_EMPLOYER = "*"  # an operator's commands: every employer's postings
+
 
 @dataclass(frozen=True, slots=True)
 class Posting:
-    """The posting's text (Avro `PostingSnapshot`)."""
+    """The posting's content (Avro `PostingSnapshot`): its text and the optional fields the
+    job boards need for a real listing."""
 
     title: str
     description: str
     notes: str = ""
+    location: str | None = None
+    apply_url: str | None = None
 
     def to_avro(self) -> dict[str, Any]:
-        return {"title": self.title, "description": self.description, "notes": self.notes}
+        return {
+            "title": self.title,
+            "description": self.description,
+            "notes": self.notes,
+            "location": self.location,
+            "apply_url": self.apply_url,
+        }
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Posting:
-        return Posting(record["title"], record["description"], record["notes"])
+        return Posting(
+            record["title"], record["description"], record["notes"], record["location"], record["apply_url"]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +70,8 @@ class PostingUpdate:
     last_update_time_millis: int
     accepted_at: int
     request_fingerprint: str = ""
+    employer: str = DEFAULT_EMPLOYER
+    actor: str = ""  # the credential that made the change
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -65,6 +81,8 @@ class PostingUpdate:
             "idempotency_key": self.idempotency_key,
             "request_id": self.request_id,
             "request_fingerprint": self.request_fingerprint,
+            "employer": self.employer,
+            "actor": self.actor,
             "posting": self.posting.to_avro(),
             "last_update_time_millis": self.last_update_time_millis,
             "accepted_at": self.accepted_at,
@@ -79,10 +97,18 @@ class PostingUpdate:
             _OPS[record["op"]],
             record["idempotency_key"],
             record["request_id"],
-            Posting(posting["title"], posting["description"], posting["notes"]),
+            Posting(
+                posting["title"],
+                posting["description"],
+                posting["notes"],
+                posting["location"],
+                posting["apply_url"],
+            ),
             record["last_update_time_millis"],
             record["accepted_at"],
             record["request_fingerprint"],
+            record["employer"],
+            record["actor"],
         )
 
 
@@ -98,6 +124,8 @@ class Command:
     expected_version: int | None = None
     correlation_id: str = ""
     request_fingerprint: str = ""
+    employer: str = DEFAULT_EMPLOYER  # the sender's; ANY_EMPLOYER for an operator
+    actor: str = ""  # the credential that sent it
 
     @property
     def keyed(self) -> bool:
@@ -111,6 +139,8 @@ class Command:
             "request_id": self.request_id,
             "correlation_id": self.correlation_id,
             "request_fingerprint": self.request_fingerprint,
+            "employer": self.employer,
+            "actor": self.actor,
             "posting_id": self.posting_id,
             "action": self.action,
             "expected_version": self.expected_version,
@@ -130,6 +160,8 @@ class Command:
             record["expected_version"],
             record["correlation_id"],
             record["request_fingerprint"],
+            record["employer"],
+            record["actor"],
         )
 
 
@@ -243,6 +275,7 @@ class SequencerState:
     last_update_time_millis: int | None
     offset: int
     keys: tuple[KeyUse, ...] = ()
+    employer: str = DEFAULT_EMPLOYER
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -251,6 +284,7 @@ class SequencerState:
             "deleted": self.deleted,
             "last_update_time_millis": self.last_update_time_millis,
             "offset": self.offset,
+            "employer": self.employer,
             "keys": [
                 {
                     "key": k.key,
@@ -283,4 +317,5 @@ class SequencerState:
                 )
                 for k in record["keys"]
             ),
+            record["employer"],
         )

@@ -24,7 +24,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas.model import Action, Command, KeyUse, Op, Outcome, Posting, PostingUpdate, Reply, SequencerState
+from schemas.model import (
+    ANY_EMPLOYER,
+    DEFAULT_EMPLOYER,
+    Action,
+    Command,
+    KeyUse,
+    Op,
+    Outcome,
+    Posting,
+    PostingUpdate,
+    Reply,
+    SequencerState,
+)
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 MAX_KEYS = 1000  # per posting: at most ~300 KB of keys (255 characters each) in its record
@@ -61,6 +73,10 @@ class PostingState:
     offset: int = -1  # of the newest version in jobpost.postings; -1 until known
     keys: dict[str, KeyUse] = field(default_factory=dict)  # in the order they were accepted
     posting: Posting | None = None  # the text, only while its version is being written
+    employer: str = DEFAULT_EMPLOYER  # whose posting it is; never changes
+
+    def belongs_to(self, employer: str) -> bool:
+        return employer in (ANY_EMPLOYER, self.employer)
 
     def as_result(self) -> Result:
         return Result(Outcome.ACCEPTED, self.version, self.deleted, self.last_update_time_millis)
@@ -87,12 +103,20 @@ class PostingState:
             self.last_update_time_millis,
             self.offset,
             tuple(self.keys.values()),
+            self.employer,
         )
 
     @classmethod
     def of(cls, record: SequencerState) -> PostingState:
         keys = {use.key: use for use in record.keys}
-        return cls(record.version, record.deleted, record.last_update_time_millis, record.offset, keys)
+        return cls(
+            record.version,
+            record.deleted,
+            record.last_update_time_millis,
+            record.offset,
+            keys,
+            employer=record.employer,
+        )
 
 
 @dataclass
@@ -161,7 +185,7 @@ class PartitionState:
         deleted = update.op == Op.DELETED
         if state is None:
             state = self.pending[posting_id] = PostingState(update.version, deleted, None)
-        state.version, state.deleted = update.version, deleted
+        state.version, state.deleted, state.employer = update.version, deleted, update.employer
         state.last_update_time_millis = update.last_update_time_millis
         state.offset = offset
         state.posting = None if deleted else update.posting
@@ -175,6 +199,11 @@ class PartitionState:
     def decide(self, command: Command, now_millis: int) -> Decision:
         action = command.action
         state = self.get(command.posting_id)
+        if state is not None and not state.belongs_to(command.employer):
+            # Another employer's posting is answered as if it did not exist, before any key
+            # is looked at: nothing of it (not even a replayed result) reaches this sender.
+            outcome = Outcome.ALREADY_EXISTS if action == Action.CREATE else Outcome.NOT_FOUND
+            return Decision([], Result(outcome))
         if state is not None:
             state.forget_keys_before(now_millis - self.window_ms)
             used = state.keys.get(command.request_id)
@@ -214,6 +243,11 @@ class PartitionState:
         if posting is None:  # records.command refuses such a command; a state never holds one
             raise ValueError(f"a {command.action} of {command.posting_id!r} without a posting")
         posting_id = command.posting_id
+        current = self.pending.get(posting_id)
+        if current is not None:
+            employer = current.employer
+        else:  # a create: the sender's, or the default one for an operator's
+            employer = DEFAULT_EMPLOYER if command.employer == ANY_EMPLOYER else command.employer
         update = PostingUpdate(
             posting_id=posting_id,
             version=version,
@@ -224,6 +258,8 @@ class PartitionState:
             last_update_time_millis=now_millis,
             accepted_at=command.received_at,
             request_fingerprint=command.request_fingerprint,
+            employer=employer,
+            actor=command.actor,
         )
         # Its offset follows once it is produced (`placed`). A key nobody can repeat is not
         # kept: it cost a busy posting's changelog record ~100 KB.

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from producer_api.config import ApiSettings
 from producer_api.http.problems import Problem
-from producer_api.service import PostingService
+from producer_api.service import Caller, PostingService
 
 _bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
@@ -30,13 +30,17 @@ async def get_service(request: Request) -> PostingService:
 async def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
+) -> Caller:
+    """The caller a bearer token stands for. A development token (`JOBPOST_API_TOKENS`) is
+    named by its place in the list and may do everything, for the default employer."""
     tokens: list[str] = request.app.state.tokens
     offered = credentials.credentials.encode() if credentials else b""
-    if not credentials or not any(secrets.compare_digest(offered, t.encode()) for t in tokens):
-        raise Problem(
-            401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
-        )
+    for number, token in enumerate(tokens, 1):
+        if credentials and secrets.compare_digest(offered, token.encode()):
+            return Caller(name=f"dev-token-{number}", operator=True)
+    raise Problem(
+        401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+    )
 
 
 async def expected_version(
@@ -76,6 +80,7 @@ async def idempotency_key(
 
 
 Service = Annotated[PostingService, Depends(get_service)]
+CurrentCaller = Annotated[Caller, Depends(authenticate)]
 Settings = Annotated[ApiSettings, Depends(get_settings)]
 ExpectedVersion = Annotated[int | None, Depends(expected_version)]
 IdempotencyKey = Annotated[str | None, Depends(idempotency_key)]

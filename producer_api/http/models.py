@@ -26,6 +26,18 @@ Title = Annotated[
 ]
 Description = Annotated[str, Field(max_length=25_000), AfterValidator(_encodable)]
 Notes = Annotated[str, Field(max_length=2_000), AfterValidator(_encodable)]
+Location = Annotated[
+    str,
+    Field(min_length=1, max_length=200, description='where the job is, e.g. "Berlin, Germany" or "Remote"'),
+    AfterValidator(_encodable),
+    AfterValidator(_not_blank),
+]
+ApplyUrl = Annotated[
+    str,
+    Field(
+        max_length=2_000, pattern=r"^https?://[^\s]+$", description="where candidates apply (http or https)"
+    ),
+]
 
 
 class PostingIn(BaseModel):
@@ -47,6 +59,8 @@ class PostingIn(BaseModel):
     title: Title
     description: Description
     notes: Notes = ""
+    location: Location | None = None
+    apply_url: ApplyUrl | None = None
 
 
 class PostingOut(BaseModel):
@@ -55,6 +69,8 @@ class PostingOut(BaseModel):
     title: str
     description: str
     notes: str
+    location: str | None = None
+    apply_url: str | None = None
     status: Literal["active", "deleted"]
     last_update_time_millis: int | None
 

@@ -7,7 +7,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
 from producer_api.config import ApiSettings
-from producer_api.http.deps import ExpectedVersion, IdempotencyKey, Service, Settings, authenticate
+from producer_api.http.deps import (
+    CurrentCaller,
+    ExpectedVersion,
+    IdempotencyKey,
+    Service,
+    Settings,
+    authenticate,
+)
 from producer_api.http.models import (
     DeletedOut,
     DeliveriesOut,
@@ -48,10 +55,15 @@ _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     responses={409: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
 )
 async def create_posting(
-    body: PostingIn, response: Response, service: Service, settings: Settings, key: IdempotencyKey
+    body: PostingIn,
+    response: Response,
+    service: Service,
+    settings: Settings,
+    key: IdempotencyKey,
+    caller: CurrentCaller,
 ) -> PostingOut:
     _check_limits(body, settings)
-    view = await service.create(_posting(body), key)
+    view = await service.create(caller, _posting(body), key)
     response.headers["Location"] = f"/postings/{view.id}"
     return _present(view, response)
 
@@ -133,9 +145,10 @@ async def replace_posting(
     settings: Settings,
     expected: ExpectedVersion,
     key: IdempotencyKey,
+    caller: CurrentCaller,
 ) -> PostingOut:
     _check_limits(body, settings)
-    view = await service.replace(posting_id, _posting(body), key, expected)
+    view = await service.replace(caller, posting_id, _posting(body), key, expected)
     return _present(view, response)
 
 
@@ -145,14 +158,18 @@ async def replace_posting(
     responses={**_REFUSED, 412: {"model": ProblemOut}, **_UNAVAILABLE},
 )
 async def delete_posting(
-    posting_id: PostingId, service: Service, expected: ExpectedVersion, key: IdempotencyKey
+    posting_id: PostingId,
+    service: Service,
+    expected: ExpectedVersion,
+    key: IdempotencyKey,
+    caller: CurrentCaller,
 ) -> DeletedOut:
-    view = await service.delete(posting_id, key, expected)
+    view = await service.delete(caller, posting_id, key, expected)
     return DeletedOut(id=view.id, version=view.version)
 
 
 def _posting(body: PostingIn) -> Posting:
-    return Posting(body.title, body.description, body.notes)
+    return Posting(body.title, body.description, body.notes, body.location, body.apply_url)
 
 
 def _present(view: PostingView, response: Response) -> PostingOut:
@@ -164,6 +181,8 @@ def _present(view: PostingView, response: Response) -> PostingOut:
         title=posting.title,
         description=posting.description,
         notes=posting.notes,
+        location=posting.location,
+        apply_url=posting.apply_url,
         status="deleted" if view.deleted else "active",
         last_update_time_millis=view.last_update_time_millis,
     )

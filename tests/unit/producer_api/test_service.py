@@ -2,16 +2,26 @@
 reply, and how it reads delivery progress."""
 
 import asyncio
+import dataclasses
 
 import pytest
 from confluent_kafka import Message
 
 from producer_api.read.views import DeliveriesView, PostingsView
-from producer_api.service import PostingError, PostingService, Unavailable, request_fingerprint
+from producer_api.service import (
+    Caller,
+    PostingError,
+    PostingService,
+    Unavailable,
+    create_id,
+    request_fingerprint,
+)
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore
 from schemas.model import (
+    ANY_EMPLOYER,
+    DEFAULT_EMPLOYER,
     Action,
     Command,
     DeliveryState,
@@ -40,6 +50,9 @@ def service(commands: FakeCommands) -> PostingService:
     return PostingService(commands, PostingsView(kafka), DeliveriesView(kafka), None, 1.0)  # type: ignore[arg-type]
 
 
+CALLER = Caller("dev-token-1", operator=True)
+
+
 def test_fingerprints_are_the_ones_already_in_the_log():
     # Computed by the release that took dict bodies: a retried request must still match.
     posting = Posting("Ingénieur", "d", "n")
@@ -48,11 +61,41 @@ def test_fingerprints_are_the_ones_already_in_the_log():
     assert request_fingerprint(Action.DELETE, None) == "72767cd288b80ca8ffd0bc9198f949bf"
 
 
+def test_the_optional_fields_count_in_the_fingerprint_only_when_given():
+    plain = Posting("T", "", "")
+    assert request_fingerprint(Action.REPLACE, dataclasses.replace(plain, location=None)) == (
+        request_fingerprint(Action.REPLACE, plain)
+    )
+    located = dataclasses.replace(plain, location="Berlin")
+    assert request_fingerprint(Action.REPLACE, located) != request_fingerprint(Action.REPLACE, plain)
+
+
+def test_a_write_carries_who_sent_it_and_for_which_employer():
+    commands = FakeCommands()
+    acme = Caller("ats-acme", employer="acme")
+    asyncio.run(service(commands).create(acme, Posting("T", ""), "key-1"))
+    asyncio.run(service(commands).replace(acme, "p1", Posting("T", ""), None, None))
+    asyncio.run(service(commands).replace(CALLER, "p1", Posting("T", ""), None, None))
+    assert [(c.employer, c.actor) for c in commands.sent] == [
+        ("acme", "ats-acme"), ("acme", "ats-acme"), (ANY_EMPLOYER, "dev-token-1"),
+    ]  # fmt: skip
+
+
+def test_create_ids_follow_the_key_within_one_employer():
+    # The default employer's ids are the ones earlier releases derived: a retry across an
+    # upgrade still finds its posting.
+    assert create_id(DEFAULT_EMPLOYER, "key-1") == "e3595d39-9dbf-5c81-9e43-d81572df4a36"
+    assert create_id("acme", "key-1") == create_id("acme", "key-1")
+    assert create_id("acme", "key-1") != create_id("globex", "key-1")
+    assert create_id("acme", "key-1") != create_id(DEFAULT_EMPLOYER, "key-1")
+    assert create_id("acme", None) != create_id("acme", None)
+
+
 def test_a_create_sends_one_command_and_answers_with_the_accepted_version():
     commands = FakeCommands()
     posting = Posting("Engineer", "Builds things")
 
-    view = asyncio.run(service(commands).create(posting, "key-1"))
+    view = asyncio.run(service(commands).create(CALLER, posting, "key-1"))
 
     (command,) = commands.sent
     assert (command.action, command.request_id, command.posting, command.expected_version) == (
@@ -60,19 +103,19 @@ def test_a_create_sends_one_command_and_answers_with_the_accepted_version():
     )  # fmt: skip
     assert command.request_fingerprint == request_fingerprint(Action.CREATE, posting)
     assert (view.id, view.version, view.deleted, view.posting) == (command.posting_id, 0, False, posting)
-    again = asyncio.run(service(FakeCommands()).create(posting, "key-1"))
+    again = asyncio.run(service(FakeCommands()).create(CALLER, posting, "key-1"))
     assert again.id == view.id  # the id follows from the key, so a retried create lands on it
 
 
 def test_a_refusal_is_a_posting_error_naming_the_outcome():
     with pytest.raises(PostingError) as refused:
-        asyncio.run(service(FakeCommands(Outcome.GONE, 3, True)).delete("p1", None, 2))
+        asyncio.run(service(FakeCommands(Outcome.GONE, 3, True)).delete(CALLER, "p1", None, 2))
     assert (refused.value.kind, refused.value.version) == ("GONE", 3)
 
 
 def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded(tmp_path):
     postings = service(FakeCommands(version=2))
-    asyncio.run(postings.replace("p1", Posting("T", ""), None, None))
+    asyncio.run(postings.replace(CALLER, "p1", Posting("T", ""), None, None))
     state = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=2, attempts=1)
     record = state_record("jobpost.deliveries", 0, state)
     deliveries = postings.deliveries_view

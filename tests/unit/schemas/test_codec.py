@@ -106,3 +106,41 @@ def test_old_writer_is_read_by_newer_reader():
 def test_for_record_reads_every_release_and_writes_the_newest():
     c = AvroCodec.for_record("posting_update")
     assert c.schema["name"] == "dev.jobpost.PostingUpdate"
+
+
+def test_records_of_the_release_before_employers_read_with_the_default_employer_and_no_new_fields():
+    written_by_v2 = AvroCodec(load_schema("posting_update.v2.avsc")).encode(update().to_avro())
+    read = codec.posting_updates().decode(written_by_v2)
+    assert (read.employer, read.actor, read.posting.location, read.posting.apply_url) == (
+        "default",
+        "",
+        None,
+        None,
+    )
+
+    command_v2 = Command("r", "p", Action.REPLACE, received_at=1, posting=Posting("T", "d"))
+    read_command = codec.commands().decode(
+        AvroCodec(load_schema("command.v2.avsc")).encode(command_v2.to_avro())
+    )
+    assert (read_command.employer, read_command.actor) == ("default", "")
+
+    state_v1 = {
+        "posting_id": "p",
+        "version": 2,
+        "deleted": False,
+        "last_update_time_millis": 5,
+        "offset": 9,
+        "keys": [],
+    }
+    read_state = codec.sequencer_states().decode(
+        AvroCodec(load_schema("sequencer_state.v1.avsc")).encode(state_v1)
+    )
+    assert (read_state.version, read_state.employer) == (2, "default")
+
+
+def test_the_new_fields_round_trip():
+    record = dataclasses.replace(
+        update(), employer="acme", actor="ats-acme",
+        posting=Posting("T", "d", "", location="Berlin, Germany", apply_url="https://acme.example/jobs/1"),
+    )  # fmt: skip
+    assert codec.posting_updates().decode(codec.posting_updates().encode(record)) == record

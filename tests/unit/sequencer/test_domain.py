@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from schemas import codec
-from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
+from schemas.model import ANY_EMPLOYER, Action, Command, Op, Outcome, Posting, PostingUpdate
 from sequencer.domain import IDEMPOTENCY_WINDOW_MS, MAX_KEYS, PartitionState
 
 SNAPSHOT = Posting("Engineer", "d", "")
@@ -255,3 +255,37 @@ def test_only_a_client_supplied_request_id_is_an_idempotency_key():
     assert command("REPLACE", "client-key").keyed
     assert not dataclasses.replace(command("REPLACE", "c-1"), correlation_id="c-1").keyed
     assert not dataclasses.replace(command("REPLACE", ""), correlation_id="").keyed
+
+
+def sent_by(employer: str, cmd: Command, actor: str = "ats") -> Command:
+    return dataclasses.replace(cmd, employer=employer, actor=actor)
+
+
+def test_a_posting_belongs_to_the_employer_that_created_it_and_keeps_its_author_per_version():
+    state = PartitionState()
+    (created,) = state.decide(sent_by("acme", command("CREATE", "r0"), "ats-acme"), 1).updates
+    (replaced,) = state.decide(sent_by(ANY_EMPLOYER, command("REPLACE", "r1"), "operator"), 2).updates
+    assert (created.employer, created.actor) == ("acme", "ats-acme")
+    assert (replaced.employer, replaced.actor) == ("acme", "operator")  # an operator acts for acme
+    assert (
+        codec.sequencer_states()
+        .decode(codec.sequencer_states().encode(state.take()["p1"].record("p1")))
+        .employer
+        == "acme"
+    )
+
+
+def test_another_employers_posting_is_answered_as_if_it_did_not_exist():
+    state = PartitionState()
+    state.decide(sent_by("acme", command("CREATE", "r0")), 1)
+    state.decide(sent_by("acme", command("REPLACE", "shared-key", title="A")), 2)
+    for cmd in (
+        command("REPLACE", "shared-key", title="A"),  # even a replay of acme's own request
+        command("REPLACE", "r9"),
+        command("DELETE", "r10"),
+    ):
+        decision = state.decide(sent_by("globex", cmd), 3)
+        assert (decision.updates, decision.result.outcome, decision.result.version) == (
+            [], Outcome.NOT_FOUND, None,
+        )  # fmt: skip
+    assert state.decide(sent_by("acme", command("REPLACE", "r11")), 4).result.version == 2
