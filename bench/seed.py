@@ -30,6 +30,7 @@ from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings, produce_waiting
 from runtime.topics import ensure_topics
 from schemas import codec
+from schemas.changelog import SequencerState
 from schemas.model import (
     DeliveryState,
     DeliveryStatus,
@@ -37,7 +38,6 @@ from schemas.model import (
     Op,
     Posting,
     PostingUpdate,
-    SequencerState,
 )
 from schemas.partitioning import partition_for
 from schemas.topics import Topics

@@ -11,9 +11,7 @@ from consumers.retry import RetrySettings
 from runtime.kafka import KafkaSettings
 from runtime.stores import StateSettings
 from schemas.model import Destination
-from schemas.topics import Component, Topics
-
-BOARDS = (Destination.LINKEDIN, Destination.INDEED)
+from schemas.topics import BOARDS, Component, Topics
 
 
 class ConsumerSettings(BaseSettings):

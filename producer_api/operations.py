@@ -24,9 +24,8 @@ from producer_api.config import ApiSettings
 from producer_api.read.views import DeliveriesView
 from runtime.outbox import deliver_all
 from schemas.model import Destination
-from schemas.topics import Topics
+from schemas.topics import BOARDS, Topics
 
-BOARDS = (Destination.LINKEDIN, Destination.INDEED)
 _LISTED = 500  # newest letters a list shows
 _COUNTED = 1000  # a lag up to this many offsets is counted record by record
 

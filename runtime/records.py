@@ -16,9 +16,10 @@ from confluent_kafka import Message
 from prometheus_client import Counter
 
 from schemas import codec
+from schemas.changelog import SequencerState
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
 from schemas.events import DeliveryEvent
-from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply, SequencerState
+from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply
 
 log = logging.getLogger(__name__)
 

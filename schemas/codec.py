@@ -22,8 +22,10 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from schemas.changelog import SequencerState
 from schemas.events import DeliveryEvent
-from schemas.model import Command, DeliveryState, PostingUpdate, Reply, SequencerState
+from schemas.model import Command, DeliveryState, PostingUpdate, Reply
+from schemas.redrive import RedriveRequest
 
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = b"\xc3\x01"
@@ -177,3 +179,8 @@ def sequencer_states() -> RecordCodec[SequencerState]:
 @cache
 def delivery_events() -> RecordCodec[DeliveryEvent]:
     return RecordCodec(AvroCodec.for_record("delivery_event"), DeliveryEvent.from_avro)
+
+
+@cache
+def redrive_requests() -> RecordCodec[RedriveRequest]:
+    return RecordCodec(AvroCodec.for_record("redrive_request"), RedriveRequest.from_avro)

@@ -12,6 +12,9 @@ from schemas.enums import Destination
 DAY_MS = 24 * 3600 * 1000
 
 
+BOARDS = (Destination.LINKEDIN, Destination.INDEED)  # the destinations that are job boards
+
+
 class Component(StrEnum):
     """The consumer groups of the system. Each has the group id `<prefix>-<name>` and a
     dead-letter topic `<prefix>.<name>.dlq`; the one place either name is made."""
@@ -76,6 +79,11 @@ class Topics:
     def dlq(self, group: Component) -> str:
         return f"{self.prefix}.{group.value}.dlq"
 
+    def redrive(self, board: Destination) -> str:
+        """Requests to attempt a board's dead letters again (`schemas.redrive`), keyed by
+        posting id, co-partitioned with postings: the board's consumer reads them."""
+        return f"{self.prefix}.{board.value}.redrive"
+
     def group(self, component: Component) -> str:
         """The default group id of a component (a deployable's settings may name another)."""
         return component.group_id(self.prefix)
@@ -103,5 +111,13 @@ class Topics:
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
                 )
                 for d in Component
+            ),
+            *(
+                TopicSpec(
+                    self.redrive(board),
+                    n,
+                    {**isr, "cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)},
+                )
+                for board in BOARDS
             ),
         ]

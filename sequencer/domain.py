@@ -24,18 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from schemas.changelog import KeyUse, SequencerState
 from schemas.model import (
     ANY_EMPLOYER,
     DEFAULT_EMPLOYER,
     Action,
     Command,
-    KeyUse,
     Op,
     Outcome,
     Posting,
     PostingUpdate,
     Reply,
-    SequencerState,
 )
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000

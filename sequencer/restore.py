@@ -21,7 +21,8 @@ from runtime.kafka import coordinates, end_offset, is_record, produce_waiting
 from runtime.replay import replay
 from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
-from schemas.model import Posting, SequencerState
+from schemas.changelog import SequencerState
+from schemas.model import Posting
 from schemas.topics import Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState

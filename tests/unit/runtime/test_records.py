@@ -6,6 +6,7 @@ from confluent_kafka import Message
 from runtime import records
 from runtime.deliveries import state_record
 from schemas import codec
+from schemas.changelog import KeyUse, SequencerState
 from schemas.deliveries import delivery_state
 from schemas.model import (
     Action,
@@ -13,11 +14,9 @@ from schemas.model import (
     DeliveryState,
     DeliveryStatus,
     Destination,
-    KeyUse,
     Op,
     Posting,
     PostingUpdate,
-    SequencerState,
 )
 
 STATE = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=3, updated_at=5)

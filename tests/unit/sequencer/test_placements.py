@@ -70,7 +70,7 @@ def test_partitions_are_predicted_apart_and_a_refusal_is_kept():
 
 def test_mispredicted_states_are_rewritten_with_the_acknowledged_offset():
     from schemas import codec
-    from schemas.model import SequencerState
+    from schemas.changelog import SequencerState
     from sequencer.placements import corrected_states
 
     def encoded(posting_id: str, offset: int) -> bytes:
