@@ -42,7 +42,7 @@ def page(browser: Browser, system: System, request: pytest.FixtureRequest) -> It
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{system.api}/ui")
+    page.goto(f"{system.url}/ui")
     yield page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the last view of every test, to look at after a failure
     page.screenshot(path=ARTIFACTS / f"playground-{request.node.name}.png", full_page=True)
