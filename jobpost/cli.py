@@ -11,6 +11,7 @@ import sys
 from jobpost import stack
 from runtime.kafka import KafkaSettings
 from runtime.topics import TopicMismatchError, ensure_topics
+from schemas.topics import BOARDS
 
 
 def _stack(args: argparse.Namespace) -> int:
@@ -94,12 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
     p = commands.add_parser("consumer", help="a delivery consumer for one job board")
-    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_consumer)
 
     p = commands.add_parser("dlq", help="list or re-attempt a destination's dead letters")
     p.add_argument("action", choices=["list", "redrive"])
-    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_dlq)
 
     p = commands.add_parser("chaos", help="faults under load on three brokers and two replicas of everything")

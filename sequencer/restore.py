@@ -23,7 +23,7 @@ from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.model import Posting
-from schemas.topics import Topics
+from schemas.topics import Component, Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState
 
@@ -38,7 +38,7 @@ class Restorer:
         self.topics = Topics(settings.kafka.topic_prefix)
         self.consumer = consumer  # the session's: asks where partitions end
         self.producer = producer  # the session's transactional producer
-        self.stores = Stores(settings.state, settings.kafka, "sequencer", self.topics.sequencer_state)
+        self.stores = Stores(settings.state, settings.kafka, Component.SEQUENCER, self.topics.sequencer_state)
         self._texts: Consumer | None = None
 
     def close(self) -> None:
