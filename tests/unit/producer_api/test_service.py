@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from confluent_kafka import Message
 
+from producer_api.read.log_view import ViewStatus
 from producer_api.read.progress import Progress, ProgressStatus
 from producer_api.read.views import DeliveriesView, PostingsView
 from producer_api.service import (
@@ -143,7 +144,7 @@ def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
     with pytest.raises(Unavailable):
         asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
 
-    view.ready.set()  # every partition caught up
+    view.status = ViewStatus(following=True)  # as the follower publishes it: every partition caught up
     with pytest.raises(PostingError) as refused:
         asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
     assert refused.value.kind == Refusal.NOT_FOUND
