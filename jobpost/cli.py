@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="status: one JSON object per server per line")
     p.set_defaults(func=_stack)
 
+    p = commands.add_parser("doctor", help="check (and with --obtain, get) what make test needs")
+    p.add_argument("--obtain", action="store_true", help="install what is missing where possible (chromium)")
+    p.set_defaults(func=_doctor)
+
     p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
     p.set_defaults(func=_topics)
 
@@ -113,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8090)
     p.set_defaults(func=_sandbox)
     return parser
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from jobpost.doctor import main as doctor
+
+    return doctor(args.obtain)
 
 
 def _consumer(args: argparse.Namespace) -> int:

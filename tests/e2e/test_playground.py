@@ -1,13 +1,13 @@
 """The playground page (/ui) in a real browser, against the system as `make run` starts it.
 
 Every check is something a person sees on the page: the state word of a timeline cell
-(`data-state` mirrors it), the times it shows, the messages next to an action. Chromium is
-Debian's (`apt-get install chromium`; `.ci/run` installs it), or JOBPOST_CHROMIUM.
+(`data-state` mirrors it), the times it shows, the messages next to an action. The browser is
+the chromium `jobpost doctor` finds (JOBPOST_CHROMIUM, Debian's, or Playwright's own), which
+`make test` obtains before the suite starts.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
+from jobpost import doctor
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
-CHROMIUM = os.environ.get("JOBPOST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 DESTINATIONS = ("linkedin", "indeed", "search")
 # Deliveries are asynchronous: a version reaches a destination within seconds, retries
@@ -29,10 +29,12 @@ DELIVERY_MS = 60_000
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium, or set JOBPOST_CHROMIUM")
+    executable = doctor.chromium()
+    if executable is None:
+        pytest.fail("no chromium: `jobpost doctor --obtain` installs one, or set JOBPOST_CHROMIUM")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # --no-sandbox: chromium's sandbox refuses to run as root (CI)
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield browser
         browser.close()
 
