@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from producer_api.http.models import DeletedOut, DeliveriesOut, DestinationProgress, PostingOut, SearchPage
-from producer_api.http.ops_models import CellOut, EventOut, LaneOut, TimelineOut, VersionOut
+from producer_api.http.ops_models import EventOut, LaneOut, TimelineOut, VersionOut
 from producer_api.read.progress import Progress
-from producer_api.read.timeline import STATE_OF_OUTCOME, Cell, Lane, Timeline, VersionLine
+from producer_api.read.timeline import STATE_OF_OUTCOME, Timeline
 from producer_api.read.views import PostingView
 from schemas.events import DeliveryEvent
 from schemas.model import Posting
@@ -51,48 +51,21 @@ def deliveries(view: PostingView, progress: list[Progress]) -> DeliveriesOut:
     return DeliveriesOut(
         posting_id=view.id,
         version=view.version,
-        destinations={p.destination: _progress(p) for p in progress},
-    )
-
-
-def _progress(progress: Progress) -> DestinationProgress:
-    return DestinationProgress(
-        delivered_version=progress.delivered_version,
-        status=progress.status,
-        attempts=progress.attempts,
-        first_attempt_at=progress.first_attempt_at,
-        next_attempt_at=progress.next_attempt_at,
-        last_error=progress.last_error,
+        destinations={
+            p.destination: DestinationProgress.model_validate(p, from_attributes=True) for p in progress
+        },
     )
 
 
 def timeline(built: Timeline) -> TimelineOut:
+    # Versions, lanes and cells have the response models' fields: read them as they are.
     return TimelineOut(
         posting_id=built.posting_id,
         version=built.version,
         deleted=built.deleted,
-        versions=[_version(v) for v in built.versions],
-        lanes={destination: _lane(lane) for destination, lane in built.lanes.items()},
+        versions=[VersionOut.model_validate(line, from_attributes=True) for line in built.versions],
+        lanes={d: LaneOut.model_validate(lane, from_attributes=True) for d, lane in built.lanes.items()},
         events=[_event(e) for e in built.events],
-    )
-
-
-def _version(line: VersionLine) -> VersionOut:
-    return VersionOut(version=line.version, op=line.op, at=line.at, title=line.title)
-
-
-def _lane(lane: Lane) -> LaneOut:
-    return LaneOut(cells=[_cell(c) for c in lane.cells], waiting_for=lane.waiting_for, closed=lane.closed)
-
-
-def _cell(cell: Cell) -> CellOut:
-    return CellOut(
-        version=cell.version,
-        state=cell.state,
-        at=cell.at,
-        attempts=cell.attempts,
-        error=cell.error,
-        next_attempt_at=cell.next_attempt_at,
     )
 
 
