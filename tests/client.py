@@ -1,13 +1,13 @@
 """The one way a test talks to the API.
 
 Every call returns the parsed body of the answer (an `Answer`: a dict that also knows its
-status) after checking its status against `expect` (by default the call's success
-status; a call that may get several names them all), so a test reads as what it asks and what
-it gets back. What the contract promises of every answer is checked on each one: a
-problem (a status of 400 or more) is `application/problem+json` naming its status, with no
-stack trace; a posting carries `ETag: "<version>"`, and a created one `Location:
-/postings/<id>`. Calls the shortcuts do not cover (the operations panel, a body that is not
-JSON) go through `request`, which checks the same.
+status) once its status is the one `expect` names (by default the call's success status;
+a call that may get several names them all), so a test reads as what it asks and what it
+gets back. What the contract promises of every answer is checked on each one: a problem
+(a status of 400 or more) is `application/problem+json` naming its status, with no stack
+trace; a posting carries `ETag: "<version>"`, and a created one `Location: /postings/<id>`.
+Calls the shortcuts do not cover (the operations panel, a body that is not JSON) go
+through `request`, which checks the same.
 
 `ApiProcess.client` and the end-to-end `System.client` hand one out; one client may be
 used from several threads at once (httpx's client is thread-safe).
