@@ -20,8 +20,8 @@ class Component(StrEnum):
     dead-letter topic `<prefix>.<name>.dlq`; the one place either name is made."""
 
     SEQUENCER = "sequencer"
-    LINKEDIN = "linkedin"
-    INDEED = "indeed"
+    LINKEDIN = Destination.LINKEDIN.value  # a board's consumers are named after it
+    INDEED = Destination.INDEED.value
     SEARCH_INDEXER = "search-indexer"
 
     def group_id(self, prefix: str) -> str:
