@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime.kafka import KafkaSettings
@@ -23,7 +23,15 @@ class ApiSettings(BaseSettings):
     port: int = 8000
     tokens: SecretStr = Field(default=SecretStr(""), description="accepted bearer tokens, comma-separated")
     embedded_sequencer: bool = Field(default=True, description="run a sequencer member in the API process")
-    write_timeout_s: float = Field(default=10.0, gt=0, description="after this a write answers 503")
+    write_timeout_s: float = Field(
+        default=10.0, gt=0, description="a write is answered within this: applied, 503 (never applied) or 504"
+    )
+    verdict_margin_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="of the write timeout, what is kept for the sequencer's verdict to come back: a "
+        "command's budget (how long after reaching Kafka it may still be applied) is the rest",
+    )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
     max_body_bytes: int = 1024 * 1024
     title_max_chars: int = Field(default=200, ge=1, le=200)
@@ -40,6 +48,17 @@ class ApiSettings(BaseSettings):
         default_factory=dict,
         description='delivery groups whose id is not <prefix>-<component>, as JSON: {"linkedin": "..."}',
     )
+
+    @model_validator(mode="after")
+    def _budget_left(self) -> ApiSettings:
+        if self.verdict_margin_s >= self.write_timeout_s:
+            raise ValueError("verdict_margin_s must be shorter than write_timeout_s")
+        return self
+
+    @property
+    def command_budget_s(self) -> float:
+        """How long after its append time a command may be applied; past it, never."""
+        return self.write_timeout_s - self.verdict_margin_s
 
     def delivery_groups(self) -> dict[Destination, str]:
         """Each destination's delivery group id (the lag panel asks for their offsets)."""

@@ -63,11 +63,16 @@ class Report:
         calm = [s.latency_s for s in ok if not self._in_fault(s.started)]
         gap, cause = self.longest_outage()
         v = self.verdict
+        ledger = self.ledger
         return [
-            f"writes attempted {self.ledger.attempted}, acknowledged {len(self.ledger.acked)}, "
-            f"gave up {len(self.ledger.gave_up)}, refused {self.ledger.refused}",
+            f"writes attempted {ledger.attempted}, acknowledged "
+            f"{len(ledger.acked) + len(ledger.acked_unkeyed)} ({len(ledger.acked_unkeyed)} without a key), "
+            f"gave up {len(ledger.gave_up)}, refused {ledger.refused}",
             f"lost {len(v.lost)}, duplicated {len(v.duplicated)}, reordered {len(v.reordered)}, "
             f"accepted but never acknowledged {len(v.unacknowledged)}",
+            f"answers 503 to writes without a key: {len(ledger.not_applied)}, of them applied: "
+            f"{len(v.applied_after_503)}; answers 504 (outcome unknown): {ledger.answered_504}; "
+            f"writes without a key left unknown: {len(ledger.unknown)}, of them applied: {v.unknown_applied}",
             f"boards not as accepted: linkedin {len(v.boards.get('linkedin', []))}, "
             f"indeed {len(v.boards.get('indeed', []))}; index not at the last version: {len(v.index)}",
             f"dead letters: {v.dead_letters}",
@@ -90,7 +95,10 @@ class Report:
     @property
     def kept_every_promise(self) -> bool:
         v = self.verdict
-        return not (v.lost or v.duplicated or v.reordered) and self.converged_after_s is not None
+        return (
+            not (v.lost or v.duplicated or v.reordered or v.applied_after_503)
+            and self.converged_after_s is not None
+        )
 
     def _in_fault(self, at: float) -> bool:
         return any(w.started <= at <= w.ended + 5 for w in self.windows)

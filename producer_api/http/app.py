@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from producer_api.commands import CommandClient
+from producer_api.commands import CommandClient, OutcomeUnknown
 from producer_api.config import ApiSettings
 from producer_api.http import problems
 from producer_api.http.problems import Problem
@@ -54,7 +54,7 @@ _PROBLEM_OF = {
 def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        commands = CommandClient(settings.kafka)
+        commands = CommandClient(settings.kafka, settings.command_budget_s, settings.write_timeout_s)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
         events = DeliveryEventsView(settings.kafka, settings.state)
@@ -109,11 +109,17 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
 
     @app.exception_handler(Unavailable)
     async def _unavailable(_request: Request, exc: Unavailable) -> Response:
+        # A write answered so was never applied, and never will be (service.NotApplied).
+        return Problem(503, "Service unavailable", str(exc), headers={"Retry-After": "1"}).response()
+
+    @app.exception_handler(OutcomeUnknown)
+    async def _outcome_unknown(_request: Request, exc: OutcomeUnknown) -> Response:
+        detail = (
+            f"{exc}: the write may have been applied, or may still be within {exc.settled_in_s} s "
+            "(Retry-After); retry with the same Idempotency-Key, or read the posting after that"
+        )
         return Problem(
-            503,
-            "Service unavailable",
-            str(exc),
-            headers={"Retry-After": "1"},
+            504, "Outcome unknown", detail, headers={"Retry-After": str(exc.settled_in_s)}
         ).response()
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
