@@ -40,6 +40,14 @@ class ApiSettings(BaseSettings):
     elasticsearch_url: str = "http://127.0.0.1:9200"
     search_alias: str = "job-postings"
     sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
+    snapshot_peers: str = Field(
+        default="",
+        description="live replicas (URLs, comma-separated; a load balancer's will do) a replica "
+        "with no local state copies its stores from before it reads the rest from Kafka",
+    )
+    snapshot_token: SecretStr = Field(
+        default=SecretStr(""), description="an operator's token for the peers (default: the first of tokens)"
+    )
     sandbox_url: str | None = Field(
         default=None, description="the sandbox whose fault switches /ops/boards shows (make run sets it)"
     )
@@ -68,6 +76,12 @@ class ApiSettings(BaseSettings):
     @property
     def sequencer_group(self) -> str:
         return self.sequencer_group_id or Topics(self.kafka.topic_prefix).group(Component.SEQUENCER)
+
+    def peers(self) -> list[str]:
+        return [url.strip() for url in self.snapshot_peers.split(",") if url.strip()]
+
+    def peer_token(self) -> str:
+        return self.snapshot_token.get_secret_value() or next(iter(self.token_set()), "")
 
     def token_set(self) -> list[str]:
         return [t.strip() for t in self.tokens.get_secret_value().split(",") if t.strip()]

@@ -77,7 +77,9 @@ class Placements:
         return wrong
 
     def discard(self) -> None:
-        """A transaction that did not commit: its predictions are void (the session ends)."""
+        """A transaction that did not commit: its predictions and failures are void (the
+        partitions it wrote start again from where their logs end)."""
+        self.failed.clear()
         self._predicted.clear()
         self._acknowledged.clear()
         self._last.clear()
