@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from runtime.kafka import end_offset
 from schemas.topics import Topics
@@ -96,11 +96,18 @@ class Partitions:
             return
         self._checked_at = now
         for number, deadline in sorted(self.waiting.items()):
-            if self.restorer.settled(number):
+            if self._settled(number):
                 self._serve(number)
                 return
             if now > deadline:
                 raise TimeoutError(f"transactions stay open on partition {number}")
+
+    def _settled(self, number: int) -> bool:
+        try:
+            return self.restorer.settled(number)
+        except KafkaException as exc:  # a leader moving: ask again next turn (until the deadline)
+            log.info("cannot tell yet whether partition %d settled: %s", number, exc)
+            return False
 
     def _serve(self, number: int) -> None:
         started = time.monotonic()

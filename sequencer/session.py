@@ -193,10 +193,15 @@ class Session:
         for number in began:
             self.partitions.states[number].discard()
         # The abort's markers take an offset of each partition: predictions start after them.
-        self.restorer.await_settled(list(began), self._within_s)
+        ends = retrying(lambda: self._settled_ends(list(began)), self._within_s, "reading where the log ends")
         for number, offset in began.items():
-            self.placements.start(number, end_offset(self.consumer, self.topics.postings, number, timeout=30))
+            self.placements.start(number, ends[number])
             self.consumer.seek(TopicPartition(self.topics.commands, number, offset))
+
+    def _settled_ends(self, numbers: list[int]) -> dict[int, int]:
+        """Where these partitions of postings end once no transaction is open on them."""
+        self.restorer.await_settled(numbers, self._within_s)
+        return {n: end_offset(self.consumer, self.topics.postings, n, timeout=10) for n in numbers}
 
     def _changes(self) -> dict[int, list[tuple[bytes, bytes]]]:
         """The changelog records of the postings this batch changed, per partition, each

@@ -46,7 +46,9 @@ def retrying(call: Callable[[], T], within_s: float, what: str) -> T:
             return call()
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
-            if error.fatal() or error.txn_requires_abort() or not error.retriable():
+            if error.fatal() or error.txn_requires_abort():
+                raise
+            if not (error.retriable() or error.code() == KafkaError._TIMED_OUT):
                 raise
             if time.monotonic() > deadline:
                 raise
