@@ -168,7 +168,10 @@ class CommandClient:
                 self._stop.wait(1.0)
 
     def _read_replies_once(self) -> None:
-        consumer = Consumer(self.kafka.consumer_config(f"replies-{uuid.uuid4().hex}"))
+        # A fetch from a stalled broker waits no longer than Kafka takes to move its leaders.
+        consumer = Consumer(
+            self.kafka.consumer_config(f"replies-{uuid.uuid4().hex}", **{"socket.timeout.ms": 10_000})
+        )
         try:
             consumer.assign(_ends(consumer, self.topics.replies))
             self.ready.set()

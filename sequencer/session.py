@@ -54,6 +54,10 @@ REWOUND = Counter(
     "jobpost_sequencer_transactions_rewound_total",
     "Transactions Kafka made abortable (a broker lost): aborted, their partitions read again in-session",
 )
+# A broker that stalls (SIGSTOP, a long GC) keeps its connections open: a fetch sent to it
+# waits for the socket timeout, 60 s by default, before the client looks for the partition's
+# new leader. Kafka moves leadership after ~9 s (broker.session.timeout.ms).
+STALLED_BROKER = {"socket.timeout.ms": 10_000}
 GROUP = Component.SEQUENCER  # its dead-letter topic (jobpost.sequencer.dlq) and its counters' label
 
 
@@ -71,7 +75,8 @@ class Session:
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
         kafka = self.settings.kafka
-        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
+        member = kafka.member_config(self.settings.group, self.settings.session_timeout_ms)
+        self.consumer = Consumer({**member, **STALLED_BROKER})
         self.producer = Producer(self.settings.producer_config())
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
