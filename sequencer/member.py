@@ -14,14 +14,9 @@ is corrected in a transaction of its own right after the commit. The local store
 the states, with the offsets Kafka acknowledged, once the transaction committed, so it
 never holds what Kafka does not.
 
-A transaction Kafka makes abortable (a broker died or stalls, a leader moves) is aborted
-inside the session, which reads that transaction's partitions again from the committed
-offsets and stays in its group: no healthy member rebalances for a broker's fault, and a
-new partition is restored without holding up the others (sequencer.partitions). Any other
-failure (a fenced producer, a lost assignment, a commit whose outcome stays unknown, a bug)
-ends the session: consumer, producer and in-memory state are thrown away and a new session
-starts from the committed offsets and the changelog, so no state outlives what Kafka
-committed.
+Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
+ends it: consumer, producer and in-memory state are thrown away and a new session starts
+from the committed offsets and the changelog, so no state outlives what Kafka committed.
 When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
 and its supervisor restarts it.
 """

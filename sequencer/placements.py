@@ -77,9 +77,7 @@ class Placements:
         return wrong
 
     def discard(self) -> None:
-        """A transaction that did not commit: its predictions and failures are void (the
-        partitions it wrote start again from where their logs end)."""
-        self.failed.clear()
+        """A transaction that did not commit: its predictions are void (the session ends)."""
         self._predicted.clear()
         self._acknowledged.clear()
         self._last.clear()

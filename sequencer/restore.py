@@ -40,35 +40,37 @@ class Restorer:
         self.producer = producer  # the session's transactional producer
         self.stores = Stores(settings.state, settings.kafka, "sequencer", self.topics.sequencer_state)
         self._texts: Consumer | None = None
-        self._uncommitted: Consumer | None = None
 
     def close(self) -> None:
         self.stores.close()
-        for consumer in (self._texts, self._uncommitted):
-            if consumer is not None:
-                consumer.close()
+        if self._texts is not None:
+            self._texts.close()
 
-    def settled(self, number: int) -> bool:
-        """Whether no transaction is open on this partition of `jobpost.postings` and of
+    def await_settled(self, numbers: list[int]) -> None:
+        """Wait until no transaction is open on these partitions of `jobpost.postings` and
         the changelog: the last stable offset (what a read_committed reader may see) has
         reached the high watermark. A dead owner's transaction ends at the latest after
-        its timeout (and the broker's next check for timed-out transactions)."""
-        if self._uncommitted is None:
-            self._uncommitted = Consumer(self.settings.kafka.consumer_config(
-                f"{self.settings.group}-probe", **{"isolation.level": "read_uncommitted"}
-            ))  # fmt: skip
-        return all(
-            end_offset(self.consumer, topic, number) >= end_offset(self._uncommitted, topic, number)
-            for topic in (self.topics.postings, self.topics.sequencer_state)
-        )
-
-    def await_settled(self, numbers: list[int], timeout_s: float) -> None:
-        """Wait until `settled` holds for every one of these partitions."""
-        deadline = time.monotonic() + timeout_s
-        while open_ := [n for n in numbers if not self.settled(n)]:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"transactions stay open on partitions {open_}")
-            time.sleep(0.02)
+        its timeout."""
+        probe = Consumer(self.settings.kafka.consumer_config(
+            f"{self.settings.group}-probe", **{"isolation.level": "read_uncommitted"}
+        ))  # fmt: skip
+        deadline = time.monotonic() + self.settings.transaction_timeout_ms / 1000 + 30
+        topics = (self.topics.postings, self.topics.sequencer_state)
+        try:
+            while True:
+                open_ = [
+                    (topic, n)
+                    for topic in topics
+                    for n in numbers
+                    if end_offset(self.consumer, topic, n) < end_offset(probe, topic, n)
+                ]
+                if not open_:
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"transactions stay open on {open_}")
+                time.sleep(0.1)
+        finally:
+            probe.close()
 
     def restore(self, number: int) -> PartitionState:
         """The partition's state: the local store brought up to the end of the changelog

@@ -1,7 +1,6 @@
 """One session of a sequencer member: its consumer, transactional producer and state, from
-the group's committed offsets and the changelog until a failure it cannot outlive (see
-`sequencer.member`, and `sequencer.transactions` for the ones it outlives). Each poll
-becomes one Kafka transaction."""
+the group's committed offsets and the changelog until the first failure (see
+`sequencer.member`). Each poll becomes one Kafka transaction."""
 
 from __future__ import annotations
 
@@ -29,11 +28,9 @@ from schemas import codec
 from schemas.topics import Component, Topics
 from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
-from sequencer.domain import deadline_of
-from sequencer.partitions import Partitions
-from sequencer.placements import Placements, Puts, corrected_states
+from sequencer.domain import PartitionState, deadline_of
+from sequencer.placements import Placements, corrected_states
 from sequencer.restore import Restorer
-from sequencer.transactions import ToldTime, abortable, retrying
 
 Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report)
 
@@ -50,15 +47,11 @@ TRANSACTION_SECONDS = Histogram(
     "Time from the first command of a batch to its committed transaction",
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2),
 )
-REWOUND = Counter(
-    "jobpost_sequencer_transactions_rewound_total",
-    "Transactions Kafka made abortable (a broker lost): aborted, their partitions read again in-session",
-)
-# A broker that stalls (SIGSTOP, a long GC) keeps its connections open: a fetch sent to it
-# waits for the socket timeout, 60 s by default, before the client looks for the partition's
-# new leader. Kafka moves leadership after ~9 s (broker.session.timeout.ms).
-STALLED_BROKER = {"socket.timeout.ms": 10_000}
 GROUP = Component.SEQUENCER  # its dead-letter topic (jobpost.sequencer.dlq) and its counters' label
+
+
+class ClockUnknown(RuntimeError):
+    """Kafka did not tell the time: jobpost.replies does not stamp LogAppendTime."""
 
 
 class Session:
@@ -68,32 +61,30 @@ class Session:
         self.settings = settings
         self.stopping = stopping
         self.report = report
-        self.told = ToldTime(clock)  # the member's clock: what it learnt of Kafka's time outlives a session
-        self.clock = clock
+        self.clock = clock  # the member's: what it learnt of Kafka's time outlives a session
         self.topics = Topics(settings.kafka.topic_prefix)
+        self.assigned: set[int] = set()  # this session's thread alone changes these two
+        self.restoring: set[int] = set()
+        self.states: dict[int, PartitionState] = {}
         self.placements = Placements()  # where this transaction's new versions land
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
         kafka = self.settings.kafka
-        member = kafka.member_config(self.settings.group, self.settings.session_timeout_ms)
-        self.consumer = Consumer({**member, **STALLED_BROKER})
+        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
         self.producer = Producer(self.settings.producer_config())
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
-        self.partitions = Partitions(settings, self.consumer, self.restorer, self.placements, self._publish)
-        self._within_s = settings.transaction_timeout_ms / 1000  # how long Kafka may ask for a call again
 
     def run(self) -> None:
         try:
             self.producer.init_transactions(30)
             if not self.clock.known:
-                self.told.probe(self.producer, self.topics.replies)
-            partitions = self.partitions
+                self._probe_clock()
             self.consumer.subscribe(
                 [self.topics.commands],
-                on_assign=partitions.on_assign,
-                on_revoke=partitions.on_revoke,
-                on_lost=partitions.on_lost,
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_revoke,
             )
             while not self.stopping.is_set():
                 messages = poll_batch(self.consumer, self.settings.max_batch, 0.1)
@@ -102,11 +93,29 @@ class Session:
                     self.report(session_up=True)
                 if messages:
                     self._process(messages)
-                partitions.advance()
         finally:
             self.consumer.close()
             self._abort_open_transaction()
             self.restorer.close()
+
+    def _probe_clock(self) -> None:
+        """Ask Kafka the time before the first decision (a member that starts behind a
+        backlog would otherwise judge old commands by the newest of them): one empty record
+        to jobpost.replies in a transaction that is then aborted, so no read_committed
+        reader sees it; its acknowledgement carries the broker's append time."""
+        self.producer.begin_transaction()
+        self.producer.produce(self.topics.replies, key=b"", value=b"", partition=0, on_delivery=self._told)
+        self.producer.flush(30)
+        self.producer.abort_transaction(30)
+        if not self.clock.known:
+            raise ClockUnknown(f"{self.topics.replies} does not stamp LogAppendTime: run `jobpost topics`")
+
+    def _told(self, error: KafkaError | None, message: Message) -> None:
+        """The acknowledgement of a reply: the time its broker appended it."""
+        if error is None:
+            kind, millis = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                self.clock.observe(millis)
 
     def _abort_open_transaction(self) -> None:
         """A failed session may leave its transaction open, holding every read_committed
@@ -116,28 +125,69 @@ class Session:
         except KafkaException as exc:  # none open, or the producer is fenced: nothing to end
             log.debug("no transaction to abort: %s", exc)
 
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # First let every transaction a previous owner began on these partitions end
+        # (committed or aborted), then fetch the committed offsets (read_committed makes
+        # it a stable-offset fetch), then bring the state up to date: only then does the
+        # log hold everything those offsets stand for. Without the first step a previous
+        # owner's transaction still open during the restore, committed just after it, made
+        # this member sequence its commands a second time (found by `make chaos`).
+        numbers = [tp.partition for tp in partitions]
+        self.restoring |= set(numbers)
+        self._publish()
+        self.restorer.await_settled(numbers)
+        consumer.committed(partitions, timeout=60)
+        for number in numbers:
+            started = time.monotonic()
+            self.states[number] = self.restorer.restore(number)
+            self.placements.start(number, end_offset(consumer, self.topics.postings, number, timeout=30))
+            self.assigned.add(number)
+            self.restoring.discard(number)
+            self._publish()
+            log.info("sequencer partition %d ready in %.1f s", number, time.monotonic() - started)
+        log.info("sequencer owns partitions %s", sorted(self.assigned))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.states.pop(tp.partition, None)
+            self.placements.forget(tp.partition)
+            self.stores.close(tp.partition)
+            self.assigned.discard(tp.partition)
+            self.restoring.discard(tp.partition)
+        self._publish()
+
     def _publish(self) -> None:
-        self.report(assigned=frozenset(self.partitions.states), restoring=frozenset(self.partitions.waiting))
+        self.report(assigned=frozenset(self.assigned), restoring=frozenset(self.restoring))
 
     def _process(self, messages: list[Message]) -> None:
         """One transaction: the batch's PostingUpdates and replies, each changed posting's
         state for the changelog (with the offset its new version is predicted to get), the
         command offsets; commit. Then the same states to the local store, with the offsets
         Kafka acknowledged; a changelog record whose prediction was wrong is corrected in a
-        transaction of its own. A transaction Kafka makes abortable (a broker died, a leader
-        moved) is aborted and its partitions are read again, within this session."""
+        transaction of its own."""
         started = time.perf_counter()
-        served = self.partitions.states
-        batch = [m for m in messages if is_record(m) and coordinates(m)[1] in served]
-        if not batch:
-            return
-        try:
-            changes, positions, sequenced = self._transact(batch)
-        except KafkaException as exc:
-            if not abortable(exc):
-                raise
-            self._rewind(batch, exc)
-            return
+        offsets: dict[int, int] = {}
+        positions: list[TopicPartition] = []
+        sequenced = 0
+        self.producer.begin_transaction()
+        for message in messages:  # the newest append time of the batch bounds the time for all of it
+            kind, millis = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                self.clock.observe(millis)
+        for message in messages:
+            if not is_record(message):
+                continue
+            _, partition, offset = coordinates(message)
+            offsets[partition] = offset + 1
+            sequenced += self._sequence(message)
+        changes = self._changes()
+        for number, puts in changes.items():
+            for key, value in puts:
+                self._produce_state(key, value, number)
+        if offsets:
+            positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
+            self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(), 30)
+        self.producer.commit_transaction(30)
         self.producer.poll(0)  # delivery reports: where the versions and the changelog records landed
         if self.placements.failed:  # the commit reports these too; never trust a refused version
             raise KafkaException(self.placements.failed.pop())
@@ -148,71 +198,17 @@ class Session:
             written = self._written.pop(number, None)
             self.stores.get(number).write(puts, None if written is None else written + 1)
         record_lag(self.consumer, self.settings.group, positions)
-        BATCH_SIZE.observe(len(batch))
+        BATCH_SIZE.observe(len(messages))
         elapsed = time.perf_counter() - started
         TRANSACTION_SECONDS.observe(elapsed)
         for _ in range(sequenced):
             write_stages.observe("transaction", elapsed)
 
-    def _transact(self, batch: list[Message]) -> tuple[Puts, list[TopicPartition], int]:
-        """The batch's transaction, committed: (the changelog records per partition, the
-        command offsets committed, how many commands were sequenced)."""
-        offsets: dict[int, int] = {}
-        sequenced = 0
-        self.producer.begin_transaction()
-        for message in batch:  # the newest append time of the batch bounds the time for all of it
-            kind, millis = message.timestamp()
-            if kind == TIMESTAMP_LOG_APPEND_TIME:
-                self.clock.observe(millis)
-        for message in batch:
-            _, partition, offset = coordinates(message)
-            offsets[partition] = offset + 1
-            sequenced += self._sequence(message)
-        changes = self._changes()
-        for number, puts in changes.items():
-            for key, value in puts:
-                self._produce_state(key, value, number)
-        positions = [TopicPartition(self.topics.commands, p, o) for p, o in offsets.items()]
-        metadata = self.consumer.consumer_group_metadata()
-        retrying(
-            lambda: self.producer.send_offsets_to_transaction(positions, metadata, 30),
-            self._within_s,
-            "sending the offsets",
-        )
-        retrying(lambda: self.producer.commit_transaction(30), self._within_s, "committing")
-        return changes, positions, sequenced
-
-    def _rewind(self, batch: list[Message], exc: KafkaException) -> None:
-        """Abort the failed transaction, forget what it decided and read its partitions
-        again from where it began (what the last committed transaction left as the
-        group's offsets); the other partitions go on untouched."""
-        began: dict[int, int] = {}
-        for message in batch:
-            _, partition, offset = coordinates(message)
-            began.setdefault(partition, offset)
-        REWOUND.inc()
-        log.warning("transaction aborted (%s): partitions %s are read again", exc.args[0], sorted(began))
-        retrying(lambda: self.producer.abort_transaction(30), self._within_s, "aborting")
-        self.placements.discard()
-        self._written.clear()
-        for number in began:
-            self.partitions.states[number].discard()
-        # The abort's markers take an offset of each partition: predictions start after them.
-        ends = retrying(lambda: self._settled_ends(list(began)), self._within_s, "reading where the log ends")
-        for number, offset in began.items():
-            self.placements.start(number, ends[number])
-            self.consumer.seek(TopicPartition(self.topics.commands, number, offset))
-
-    def _settled_ends(self, numbers: list[int]) -> dict[int, int]:
-        """Where these partitions of postings end once no transaction is open on them."""
-        self.restorer.await_settled(numbers, self._within_s)
-        return {n: end_offset(self.consumer, self.topics.postings, n, timeout=10) for n in numbers}
-
     def _changes(self) -> dict[int, list[tuple[bytes, bytes]]]:
         """The changelog records of the postings this batch changed, per partition, each
         with the offset its new version is predicted to get (set when it was produced)."""
         changes: dict[int, list[tuple[bytes, bytes]]] = {}
-        for number, state in self.partitions.states.items():
+        for number, state in self.states.items():
             for posting_id, posting in state.take().items():
                 value = codec.sequencer_states().encode(posting.record(posting_id))
                 changes.setdefault(number, []).append((posting_id.encode(), value))
@@ -258,7 +254,7 @@ class Session:
             appended = now
         write_stages.observe("to_sequencer", max(0, now - appended) / 1000)
         partition = coordinates(message)[1]
-        state = self.partitions.states[partition]
+        state = self.states[partition]
         # Past its deadline the command is answered EXPIRED in this transaction, which also
         # commits its offset: nobody ever applies it later.
         decision = state.decide(command, now, deadline_of(command, appended))
@@ -277,7 +273,7 @@ class Session:
             self.topics.replies,
             key=command.correlation_id,
             value=codec.replies().encode(decision.result.reply_to(command)),
-            on_delivery=self.told,
+            on_delivery=self._told,
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
         return 1
