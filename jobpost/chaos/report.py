@@ -110,14 +110,12 @@ def _percentiles(samples: list[float]) -> str:
 
 _COUNTERS = {
     "jobpost_sequencer_sessions_total": "sessions",
-    "jobpost_sequencer_transactions_rewound_total": "transactions rewound in-session",
-    "jobpost_sequencer_transaction_retries_total": "calls retried",
 }
 
 
 def sequencer_counters(api: str) -> dict[str, float]:
     """How often the replica's sequencer member began a session (each one a rebalance of
-    the group) and outlived a broker's fault without one."""
+    the group)."""
     try:
         text = httpx.get(f"{api}/metrics", timeout=5).text
     except httpx.HTTPError:
