@@ -31,8 +31,10 @@ class Stopwatch:
         return time.monotonic() - self.started
 
 
-def start_api(kafka: KafkaSettings, state_dir: Path) -> ApiProcess:
-    return ApiProcess(kafka, TOKEN, stack.StackSettings().elasticsearch_url, JOBPOST_STATE_DIR=str(state_dir))
+def start_api(kafka: KafkaSettings, state_dir: Path, **env: str) -> ApiProcess:
+    return ApiProcess(
+        kafka, TOKEN, stack.StackSettings().elasticsearch_url, JOBPOST_STATE_DIR=str(state_dir), **env
+    )
 
 
 def alive(process: Process) -> None:

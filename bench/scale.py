@@ -30,7 +30,6 @@ from bench.probes import (
     ready_and_written,
     rss_mib,
     start_api,
-    until_ready,
     until_written,
 )
 from bench.seed import Seeded, seed
@@ -66,8 +65,8 @@ def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures:
         ready, written = asyncio.run(ready_and_written(api, posting_id, clock))
         figures.extend(
             [
-                Figure("API first start, no local state: write accepted", written, "s", "≤ 60 s"),
-                Figure("API first start, no local state: /readyz 200 (every posting readable)", ready, "s"),
+                Figure("API first start, no local state, no live replica: write accepted", written, "s"),
+                Figure("API first start, no local state, no live replica: /readyz 200", ready, "s"),
                 Figure("API RSS after its first start (ready)", rss_mib(api), "MiB", "≤ 512 MiB"),
             ]
         )
@@ -147,22 +146,31 @@ def _start_and_deliver(
 def failover(
     kafka: KafkaSettings, first: ApiProcess, seeded: Seeded, state_dir: Path
 ) -> tuple[list[Figure], float]:
-    """Two replicas; kill -9 the one whose sequencer member owns partition 0 of commands;
-    time until the survivor accepts a write to a posting of partition 0. Returns the
-    figure and the second replica's local state on disk (MiB)."""
-    second = start_api(kafka, state_dir)
+    """A second replica joins with no local state, copying the first one's stores
+    (runtime.snapshots) before it reads the rest from Kafka: until /readyz is 200 and a
+    write through it is accepted. Then kill -9 the replica whose sequencer member owns
+    partition 0 of commands; time until the survivor accepts a write to a posting of
+    partition 0. Returns the figures and the second replica's local state on disk (MiB)."""
+    clock = Stopwatch()
+    second = start_api(kafka, state_dir, JOBPOST_API_SNAPSHOT_PEERS=first.url)
     try:
-        clock = Stopwatch()
-        cold = asyncio.run(until_ready(second, clock))
+        cold, joined = asyncio.run(ready_and_written(second, random.choice(seeded.posting_ids), clock))
+        copied = "a live one's stores copied"
+        joining = [
+            Figure(f"new API replica, no local state, {copied}: /readyz 200", cold, "s", "≤ 60 s"),
+            Figure(f"new API replica, no local state, {copied}: write accepted", joined, "s"),
+            Figure("new API replica's RSS once ready", rss_mib(second), "MiB", "≤ 512 MiB"),
+        ]
         wait_until(lambda: _ready(first) and _ready(second), DEADLINE_S, "both replicas to be ready")
         on_zero = seeded.on_partition(0)
-        owner = _owner(first, second, random.choice(on_zero))
+        # Right after a join the group may still be moving partition 0: ask until one answer.
+        owner = wait_until(lambda: _owner(first, second, random.choice(on_zero)), 60, "partition 0's owner")
         survivor = second if owner is first else first
         owner.kill()
         clock = Stopwatch()
         written, _ = asyncio.run(until_written(survivor, random.choice(on_zero), clock))
         return [
-            Figure("second API replica, no local state, joining: /readyz 200", cold, "s"),
+            *joining,
             Figure(
                 "sequencer failover (kill -9 of partition 0's owner): write accepted", written, "s", "≤ 15 s"
             ),
@@ -171,7 +179,7 @@ def failover(
         second.stop()
 
 
-def _owner(first: ApiProcess, second: ApiProcess, posting_id: str) -> ApiProcess:
+def _owner(first: ApiProcess, second: ApiProcess, posting_id: str) -> ApiProcess | None:
     """The replica whose sequencer member sequences this posting's commands: the one whose
     own command counter moves when it is written (nothing else writes to these topics)."""
     before = (_sequenced(first), _sequenced(second))
@@ -179,7 +187,7 @@ def _owner(first: ApiProcess, second: ApiProcess, posting_id: str) -> ApiProcess
         asyncio.run(until_written(first, posting_id, Stopwatch()))
     moved = (_sequenced(first) - before[0], _sequenced(second) - before[1])
     if (moved[0] > 0) == (moved[1] > 0):
-        raise AssertionError(f"cannot tell which replica sequences partition 0: counters moved by {moved}")
+        return None  # both (or neither) sequenced: the partition moved meanwhile
     return first if moved[0] > 0 else second
 
 

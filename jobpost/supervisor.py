@@ -131,14 +131,21 @@ def components(settings: RunSettings) -> list[Component]:
     def name(kind: str, replica: int) -> str:
         return kind if n == 1 else f"{kind}-{replica}"
 
+    ports = [settings.api_port + r for r in range(n)]
+
+    def peers(port: int) -> dict[str, str]:
+        """The other replicas: a replica that lost its state copies one's stores (runtime.snapshots)."""
+        others = ",".join(f"http://127.0.0.1:{other}" for other in ports if other != port)
+        return {"JOBPOST_API_SNAPSHOT_PEERS": others} if others else {}
+
     apis = [
         Component(
             name("api", r),
             [*jobpost, "api"],
             f"http://127.0.0.1:{port} (docs at /docs)",
-            {"JOBPOST_API_PORT": str(port)},
+            {"JOBPOST_API_PORT": str(port), **peers(port)},
         )
-        for r, port in ((r, settings.api_port + r - 1) for r in range(1, n + 1))
+        for r, port in enumerate(ports, start=1)
     ]
     workers = [
         Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})

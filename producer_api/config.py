@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime.kafka import KafkaSettings
@@ -23,7 +23,15 @@ class ApiSettings(BaseSettings):
     port: int = 8000
     tokens: SecretStr = Field(default=SecretStr(""), description="accepted bearer tokens, comma-separated")
     embedded_sequencer: bool = Field(default=True, description="run a sequencer member in the API process")
-    write_timeout_s: float = Field(default=10.0, gt=0, description="after this a write answers 503")
+    write_timeout_s: float = Field(
+        default=10.0, gt=0, description="a write is answered within this: applied, 503 (never applied) or 504"
+    )
+    verdict_margin_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="of the write timeout, what is kept for the sequencer's verdict to come back: a "
+        "command's budget (how long after reaching Kafka it may still be applied) is the rest",
+    )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
     max_body_bytes: int = 1024 * 1024
     title_max_chars: int = Field(default=200, ge=1, le=200)
@@ -32,6 +40,14 @@ class ApiSettings(BaseSettings):
     elasticsearch_url: str = "http://127.0.0.1:9200"
     search_alias: str = "job-postings"
     sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
+    snapshot_peers: str = Field(
+        default="",
+        description="live replicas (URLs, comma-separated; a load balancer's will do) a replica "
+        "with no local state copies its stores from before it reads the rest from Kafka",
+    )
+    snapshot_token: SecretStr = Field(
+        default=SecretStr(""), description="an operator's token for the peers (default: the first of tokens)"
+    )
     sandbox_url: str | None = Field(
         default=None, description="the sandbox whose fault switches /ops/boards shows (make run sets it)"
     )
@@ -41,6 +57,17 @@ class ApiSettings(BaseSettings):
         description='delivery groups whose id is not <prefix>-<component>, as JSON: {"linkedin": "..."}',
     )
 
+    @model_validator(mode="after")
+    def _budget_left(self) -> ApiSettings:
+        if self.verdict_margin_s >= self.write_timeout_s:
+            raise ValueError("verdict_margin_s must be shorter than write_timeout_s")
+        return self
+
+    @property
+    def command_budget_s(self) -> float:
+        """How long after its append time a command may be applied; past it, never."""
+        return self.write_timeout_s - self.verdict_margin_s
+
     def delivery_groups(self) -> dict[Destination, str]:
         """Each destination's delivery group id (the lag panel asks for their offsets)."""
         topics = Topics(self.kafka.topic_prefix)
@@ -49,6 +76,12 @@ class ApiSettings(BaseSettings):
     @property
     def sequencer_group(self) -> str:
         return self.sequencer_group_id or Topics(self.kafka.topic_prefix).group(Component.SEQUENCER)
+
+    def peers(self) -> list[str]:
+        return [url.strip() for url in self.snapshot_peers.split(",") if url.strip()]
+
+    def peer_token(self) -> str:
+        return self.snapshot_token.get_secret_value() or next(iter(self.token_set()), "")
 
     def token_set(self) -> list[str]:
         return [t.strip() for t in self.tokens.get_secret_value().split(",") if t.strip()]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from producer_api.commands import CommandClient, SequencingTimeout
+from producer_api.commands import CommandClient, NotWritten
 from producer_api.read import timeline
 from producer_api.read.progress import Progress, progress
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
@@ -68,7 +68,11 @@ class PostingError(Exception):
 
 
 class Unavailable(Exception):
-    """The write could not be sequenced (or the read caught up) in time: retry later."""
+    """Not served now (a read not caught up, search down): retry later."""
+
+
+class NotApplied(Unavailable):
+    """The write was not applied and never will be: safe to retry, with or without a key."""
 
 
 _REFUSALS = {
@@ -214,10 +218,16 @@ class PostingService:
             employer=employer,
             actor=caller.name,
         )
+        # No verdict in time raises OutcomeUnknown (504): neither applied nor refused is known.
         try:
             reply = await self.commands.send(command, self.write_timeout_s)
-        except SequencingTimeout as exc:
-            raise Unavailable(f"{exc}; retry with the same Idempotency-Key") from exc
+        except NotWritten as exc:
+            raise NotApplied(f"{exc}; it was not applied and never will be") from exc
+        if reply.outcome == Outcome.EXPIRED:
+            raise NotApplied(
+                "the sequencer did not reach the write within its budget: "
+                "it was not applied and never will be"
+            )
         if reply.outcome != Outcome.ACCEPTED:
             raise PostingError(Refusal.of(reply.outcome), version=reply.version)
         assert reply.version is not None  # an accepted command always has a version

@@ -21,6 +21,7 @@ import logging
 import shutil
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client import Counter, Gauge
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
+from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteBufferManager
 
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.replay import replay
@@ -165,6 +166,11 @@ class PartitionStore:
                 return
             yield key[len(_DATA) :], bytes(value)
 
+    def checkpoint_to(self, path: Path) -> None:
+        """A consistent copy of the store at `path` (hard links where it can), taken while
+        it goes on being written (runtime.snapshots)."""
+        Checkpoint(self._db).create_checkpoint(str(path))
+
     def close(self) -> None:
         self._db.close()
 
@@ -208,6 +214,9 @@ def _options() -> Options:
     return options
 
 
+LIVE: weakref.WeakSet[Stores] = weakref.WeakSet()  # every Stores in use: what a snapshot copies
+
+
 class Stores:
     """The stores of one component (e.g. `sequencer`) for one source topic, one per
     partition, under `<state dir>/<name>/<topic>/<partition>`."""
@@ -219,6 +228,7 @@ class Stores:
         self.topic = topic
         self._identity: str | None = None
         self.open: dict[int, PartitionStore] = {}
+        LIVE.add(self)
 
     @property
     def identity(self) -> str:

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from runtime.kafka import KafkaSettings
 from schemas.topics import Topics, TopicSpec
@@ -28,6 +28,7 @@ def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout
     existing = admin.list_topics(timeout=timeout).topics
     missing = [s for s in specs if s.name not in existing]
     _check_existing(admin, [s for s in specs if s.name in existing], existing)
+    _align(admin, [s for s in specs if s.name in existing and s.aligned], timeout)
     if missing:
         futures = admin.create_topics(
             [NewTopic(s.name, s.partitions, settings.replication_factor, config=s.config) for s in missing],
@@ -62,6 +63,27 @@ def _check_existing(admin: AdminClient, specs: list[TopicSpec], existing: dict) 
                 problems.append(f"{spec.name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
     if problems:
         raise TopicMismatchError("; ".join(problems))
+
+
+def _align(admin: AdminClient, specs: list[TopicSpec], timeout: float) -> None:
+    """Bring the settings that may change in place (`TopicSpec.aligned`, e.g. the commands'
+    LogAppendTime) to the spec on topics created before they were part of it."""
+    if not specs:
+        return
+    by_name = {s.name: s for s in specs}
+    changes = []
+    for resource, future in admin.describe_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs]
+    ).items():
+        current = future.result(timeout)
+        wrong = {k: v for k, v in by_name[resource.name].aligned.items() if current[k].value != v}
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in wrong.items()]
+        if entries:
+            changes.append(
+                ConfigResource(ConfigResource.Type.TOPIC, resource.name, incremental_configs=entries)
+            )
+    for future in admin.incremental_alter_configs(changes).values() if changes else ():
+        future.result(timeout)
 
 
 def _settled_metadata(admin: AdminClient, name: str, timeout: float) -> dict:  # type: ignore[type-arg]

@@ -34,6 +34,7 @@ class Outcome(StrEnum):
     VERSION_MISMATCH = "VERSION_MISMATCH"
     ALREADY_EXISTS = "ALREADY_EXISTS"
     KEY_REUSED = "KEY_REUSED"
+    EXPIRED = "EXPIRED"  # read past its deadline: never applied, by anyone
 
 
 class DeliveryStatus(StrEnum):

@@ -126,6 +126,7 @@ class Command:
     request_fingerprint: str = ""
     employer: str = DEFAULT_EMPLOYER  # the sender's; ANY_EMPLOYER for an operator
     actor: str = ""  # the credential that sent it
+    budget_ms: int = 0  # how long after its append time it may be applied (0: none given)
 
     @property
     def keyed(self) -> bool:
@@ -146,6 +147,7 @@ class Command:
             "expected_version": self.expected_version,
             "posting": None if self.posting is None else self.posting.to_avro(),
             "received_at": self.received_at,
+            "budget_ms": self.budget_ms,
         }
 
     @classmethod
@@ -162,6 +164,7 @@ class Command:
             record["request_fingerprint"],
             record["employer"],
             record["actor"],
+            record["budget_ms"],
         )
 
 

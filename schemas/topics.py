@@ -33,6 +33,9 @@ class Component(StrEnum):
         return cls.SEARCH_INDEXER if destination == Destination.SEARCH else cls(destination.value)
 
 
+_ALIGNED = ("message.timestamp.type",)
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     name: str
@@ -42,6 +45,11 @@ class TopicSpec:
     @property
     def cleanup_policy(self) -> str:
         return self.config.get("cleanup.policy", "delete")
+
+    @property
+    def aligned(self) -> dict[str, str]:
+        """Settings an existing topic is brought to in place (safe to change at any time)."""
+        return {k: v for k, v in self.config.items() if k in _ALIGNED}
 
 
 @dataclass(frozen=True)
@@ -97,10 +105,14 @@ class Topics:
             "min.compaction.lag.ms": str(7 * DAY_MS),
             "delete.retention.ms": str(7 * DAY_MS),
         }
+        # A command's deadline is its append time plus its budget, and the sequencer learns
+        # the time from what it reads and from its replies' acknowledgements: both stamped
+        # by the broker, so no two hosts' clocks are ever compared.
+        broker_time = {"cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime"}
         return [
             TopicSpec(self.postings, n, compacted),
-            TopicSpec(self.commands, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
-            TopicSpec(self.replies, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(3600 * 1000)}),
+            TopicSpec(self.commands, n, {**isr, **broker_time, "retention.ms": str(DAY_MS)}),
+            TopicSpec(self.replies, n, {**isr, **broker_time, "retention.ms": str(3600 * 1000)}),
             TopicSpec(self.deliveries, n, compacted),
             TopicSpec(self.sequencer_state, n, compacted),
             TopicSpec(

@@ -23,9 +23,6 @@ class SequencerSettings(BaseSettings):
     group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
     instance_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     max_batch: int = Field(default=500, ge=1, description="commands per transaction at most")
-    command_ttl_s: float = Field(
-        default=60.0, description="commands older than this are dropped unapplied (the client had a 503)"
-    )
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon the group notices a member that died"
     )

@@ -40,6 +40,7 @@ from schemas.model import (
 from sequencer.states import MemoryStates, NoTexts, PostingStateStore, PostingTexts
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
+DEFAULT_BUDGET_MS = 10_000  # a command of a release before budgets: its API waited 10 s
 MAX_KEYS = 1000  # per posting: at most ~300 KB of keys (255 characters each) in its record
 _OP_OF = {Action.CREATE: Op.CREATED, Action.REPLACE: Op.UPDATED, Action.DELETE: Op.DELETED}
 _ACTION_OF = {op: action for action, op in _OP_OF.items()}
@@ -128,6 +129,13 @@ class Decision:
     result: Result
 
 
+def deadline_of(command: Command, appended_at_millis: int) -> int:
+    """The broker time after which the command is never applied: its append time (a
+    LogAppendTime, the broker's clock) plus the budget the API gave it. No host's wall
+    clock takes part, so clock skew between the API and the sequencer changes nothing."""
+    return appended_at_millis + (command.budget_ms or DEFAULT_BUDGET_MS)
+
+
 class PartitionState:
     def __init__(
         self,
@@ -189,7 +197,10 @@ class PartitionState:
         """The offset in jobpost.postings the posting's decided version is written at."""
         self.pending[posting_id].offset = offset
 
-    def decide(self, command: Command, now_millis: int) -> Decision:
+    def decide(self, command: Command, now_millis: int, deadline_millis: int | None = None) -> Decision:
+        """`now_millis` and `deadline_millis` are broker times (sequencer.clock); past the
+        deadline a command is answered EXPIRED and changes nothing, unless it repeats a
+        request already applied (that answer is the original one: it writes nothing)."""
         action = command.action
         state = self.get(command.posting_id)
         if state is not None and not state.belongs_to(command.employer):
@@ -206,6 +217,8 @@ class PartitionState:
                         [], Result(Outcome.ACCEPTED, used.version, used.deleted, used.last_update_time_millis)
                     )
                 return Decision([], Result(Outcome.KEY_REUSED))
+        if deadline_millis is not None and now_millis > deadline_millis:
+            return Decision([], Result(Outcome.EXPIRED))
 
         if action == Action.CREATE:
             if state is not None:

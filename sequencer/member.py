@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from confluent_kafka import KafkaException
 from prometheus_client import Counter
 
+from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
 from sequencer.session import Session
 
@@ -59,6 +60,7 @@ class Sequencer:
         self._stop = threading.Event()
         self._status = SequencerStatus()
         self._status_lock = threading.Lock()
+        self.clock = BrokerClock()
 
     @property
     def status(self) -> SequencerStatus:
@@ -73,7 +75,7 @@ class Sequencer:
         last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
-            session = Session(self.settings, self._stop, self._report)
+            session = Session(self.settings, self._stop, self._report, self.clock)
             try:
                 session.run()
                 backoff = 0.5

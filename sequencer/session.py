@@ -9,7 +9,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from prometheus_client import Counter, Histogram
 
 from runtime import records, write_stages
@@ -17,8 +26,9 @@ from runtime.dead_letters import dead_letter
 from runtime.kafka import coordinates, end_offset, is_record, poll_batch, produce_waiting, record_lag
 from schemas import codec
 from schemas.topics import Component, Topics
+from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
-from sequencer.domain import PartitionState
+from sequencer.domain import PartitionState, deadline_of
 from sequencer.placements import Placements, corrected_states, with_corrections
 from sequencer.restore import Restorer
 from sequencer.states import ChangelogRecords
@@ -41,15 +51,18 @@ TRANSACTION_SECONDS = Histogram(
 GROUP = Component.SEQUENCER  # its dead-letter topic (jobpost.sequencer.dlq) and its counters' label
 
 
-def now_millis() -> int:
-    return time.time_ns() // 1_000_000
+class ClockUnknown(RuntimeError):
+    """Kafka did not tell the time: jobpost.replies does not stamp LogAppendTime."""
 
 
 class Session:
-    def __init__(self, settings: SequencerSettings, stopping: threading.Event, report: Report) -> None:
+    def __init__(
+        self, settings: SequencerSettings, stopping: threading.Event, report: Report, clock: BrokerClock
+    ) -> None:
         self.settings = settings
         self.stopping = stopping
         self.report = report
+        self.clock = clock  # the member's: what it learnt of Kafka's time outlives a session
         self.topics = Topics(settings.kafka.topic_prefix)
         self.assigned: set[int] = set()  # this session's thread alone changes these two
         self.restoring: set[int] = set()
@@ -66,6 +79,8 @@ class Session:
     def run(self) -> None:
         try:
             self.producer.init_transactions(30)
+            if not self.clock.known:
+                self._probe_clock()
             self.consumer.subscribe(
                 [self.topics.commands],
                 on_assign=self._on_assign,
@@ -83,6 +98,25 @@ class Session:
             self.consumer.close()
             self._abort_open_transaction()
             self.restorer.close()
+
+    def _probe_clock(self) -> None:
+        """Ask Kafka the time before the first decision (a member that starts behind a
+        backlog would otherwise judge old commands by the newest of them): one empty record
+        to jobpost.replies in a transaction that is then aborted, so no read_committed
+        reader sees it; its acknowledgement carries the broker's append time."""
+        self.producer.begin_transaction()
+        self.producer.produce(self.topics.replies, key=b"", value=b"", partition=0, on_delivery=self._told)
+        self.producer.flush(30)
+        self.producer.abort_transaction(30)
+        if not self.clock.known:
+            raise ClockUnknown(f"{self.topics.replies} does not stamp LogAppendTime: run `jobpost topics`")
+
+    def _told(self, error: KafkaError | None, message: Message) -> None:
+        """The acknowledgement of a reply: the time its broker appended it."""
+        if error is None:
+            kind, millis = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                self.clock.observe(millis)
 
     def _abort_open_transaction(self) -> None:
         """A failed session may leave its transaction open, holding every read_committed
@@ -137,6 +171,10 @@ class Session:
         positions: list[TopicPartition] = []
         sequenced = 0
         self.producer.begin_transaction()
+        for message in messages:  # the newest append time of the batch bounds the time for all of it
+            kind, millis = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                self.clock.observe(millis)
         for message in messages:
             if not is_record(message):
                 continue
@@ -209,16 +247,18 @@ class Session:
             letter.produce(self.producer)
             COMMANDS.labels("poison").inc()
             return 0
-        now = now_millis()
-        if now - command.received_at > self.settings.command_ttl_s * 1000:
-            context = {"posting_id": command.posting_id}
-            log.warning("dropped an expired command %s", command.correlation_id, extra=context)
-            COMMANDS.labels("expired").inc()
-            return 0
-        write_stages.observe("to_sequencer", (now - command.received_at) / 1000)
+        now = self.clock.now_millis()
+        # A command written before the topic took LogAppendTime carries its producer's
+        # clock (CREATE_TIME): the best there is for it.
+        kind, appended = message.timestamp()
+        if kind == TIMESTAMP_NOT_AVAILABLE:
+            appended = now
+        write_stages.observe("to_sequencer", max(0, now - appended) / 1000)
         partition = coordinates(message)[1]
-        decision = self.states[partition].decide(command, now)
         state = self.states[partition]
+        # Past its deadline the command is answered EXPIRED in this transaction, which also
+        # commits its offset: nobody ever applies it later.
+        decision = state.decide(command, now, deadline_of(command, appended))
         for update in decision.updates:
             offset = self.placements.place(partition, None if update is None else command.posting_id)
             if update is not None:
@@ -234,6 +274,7 @@ class Session:
             self.topics.replies,
             key=command.correlation_id,
             value=codec.replies().encode(decision.result.reply_to(command)),
+            on_delivery=self._told,
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
         return 1

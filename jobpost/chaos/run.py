@@ -5,9 +5,7 @@ one after another. Then convergence is awaited and checked from outside (see ver
 from __future__ import annotations
 
 import asyncio
-import itertools
 import shutil
-import statistics
 import threading
 import time
 import uuid
@@ -19,7 +17,8 @@ import httpx
 from jobpost import stack
 from jobpost.chaos import verify
 from jobpost.chaos.faults import FAULTS, Target
-from jobpost.chaos.load import Ledger, Load
+from jobpost.chaos.load import Load
+from jobpost.chaos.report import FaultWindow, Report, sequencer_counters
 from jobpost.processes import Process, free_port, wait_until
 from runtime.kafka import KafkaSettings
 from schemas.topics import BOARDS
@@ -42,80 +41,6 @@ class Plan:
     elasticsearch_url: str | None = None  # None: the stack's
 
 
-@dataclass
-class FaultWindow:
-    name: str
-    started: float
-    ended: float
-    what: str = ""
-
-
-@dataclass
-class Report:
-    ledger: Ledger
-    verdict: verify.Verdict
-    windows: list[FaultWindow]
-    converged_after_s: float | None
-    load_ended: float = float("inf")
-
-    def lines(self) -> list[str]:
-        ok = [s for s in self.ledger.samples if s.ok]
-        during = [s.latency_s for s in ok if self._in_fault(s.started)]
-        calm = [s.latency_s for s in ok if not self._in_fault(s.started)]
-        gap, cause = self.longest_outage()
-        v = self.verdict
-        return [
-            f"writes attempted {self.ledger.attempted}, acknowledged {len(self.ledger.acked)}, "
-            f"gave up {len(self.ledger.gave_up)}, refused {self.ledger.refused}",
-            f"lost {len(v.lost)}, duplicated {len(v.duplicated)}, reordered {len(v.reordered)}, "
-            f"accepted but never acknowledged {len(v.unacknowledged)}",
-            "boards not as accepted: "
-            + ", ".join(f"{board} {len(v.boards.get(board, []))}" for board in BOARDS)
-            + f"; index not at the last version: {len(v.index)}",
-            f"dead letters: {v.dead_letters}",
-            f"longest stretch without a successful write: {gap:.1f} s ({cause})",
-            f"write latency during faults: {_percentiles(during)}; without: {_percentiles(calm)}",
-            "converged "
-            + (
-                f"{self.converged_after_s:.1f} s after the last fault"
-                if self.converged_after_s is not None
-                else "NOT within the timeout"
-            ),
-            *(
-                f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
-                f"{self.longest_gap(w.started, min(w.ended + 30, self.load_ended)):.1f} s at most, "
-                "until 30 s after it (or the end of the load)"
-                for w in self.windows
-            ),
-        ]
-
-    @property
-    def kept_every_promise(self) -> bool:
-        v = self.verdict
-        return not (v.lost or v.duplicated or v.reordered) and self.converged_after_s is not None
-
-    def _in_fault(self, at: float) -> bool:
-        return any(w.started <= at <= w.ended + 5 for w in self.windows)
-
-    def longest_gap(self, start: float, end: float) -> float:
-        """The longest time in [start, end] in which no write was acknowledged."""
-        done = sorted(
-            s.started + s.latency_s
-            for s in self.ledger.samples
-            if s.ok and start <= s.started + s.latency_s <= end
-        )
-        edges = [start, *done, end]
-        return max(b - a for a, b in itertools.pairwise(edges))
-
-    def longest_outage(self) -> tuple[float, str]:
-        done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)
-        if len(done) < 2:
-            return 0.0, "no writes"
-        gap, end = max((b - a, b) for a, b in itertools.pairwise(done))
-        cause = next((w.name for w in self.windows if w.started - 1 <= end - gap <= w.ended + 5), "no fault")
-        return gap, cause
-
-
 def short_plan() -> Plan:
     """The run of `make test`: about two minutes, one broker kill and restart, one consumer
     of each board and one API replica killed; a cluster of its own on ports 19092-19097."""
@@ -132,13 +57,6 @@ def short_plan() -> Plan:
         remove_stack_dir=True,
         kafka_port=19092,
     )
-
-
-def _percentiles(samples: list[float]) -> str:
-    if len(samples) < 2:
-        return "too few samples"
-    q = statistics.quantiles([s * 1000 for s in samples], n=100, method="inclusive")
-    return f"p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms ({len(samples)} writes)"
 
 
 def run(plan: Plan) -> Report:
@@ -189,7 +107,8 @@ def run(plan: Plan) -> Report:
             verdict, log, sandbox, es_url, f"{prefix}-postings", plan, last_fault_ended
         )
         verdict.dead_letters = verify.count_dead_letters(kafka)
-        return Report(load.ledger, verdict, windows, converged_after, load_ended)
+        members = {api: sequencer_counters(api) for api in apis}
+        return Report(load.ledger, verdict, windows, converged_after, load_ended, members)
     finally:
         system.stop()
         if started_cluster:

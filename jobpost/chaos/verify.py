@@ -21,6 +21,7 @@ class Accepted:
     version: int
     op: str
     request_id: str
+    marker: str  # the notes of the request: an unkeyed attempt's token
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Verdict:
     duplicated: list[str] = field(default_factory=list)  # one request applied twice
     reordered: list[str] = field(default_factory=list)  # a posting's versions not 0, 1, 2, ... in the log
     unacknowledged: list[str] = field(default_factory=list)  # in the log, never acknowledged (client gave up)
+    applied_after_503: list[str] = field(default_factory=list)  # answered 503, yet in the log: a lie
+    unknown_applied: int = 0  # unkeyed writes left unknown (504, lost answer) that the log holds
     boards: dict[str, list[str]] = field(default_factory=dict)  # board -> postings not as accepted
     index: list[str] = field(default_factory=list)  # postings not at their last version
     dead_letters: dict[str, int] = field(default_factory=dict)
@@ -46,7 +49,7 @@ def log_of(kafka: KafkaSettings) -> dict[str, list[Accepted]]:
         _, update = records.posting_update(message)
         if update is not None:
             found.setdefault(update.posting_id, []).append(
-                Accepted(update.version, update.op, update.request_id)
+                Accepted(update.version, update.op, update.request_id, update.posting.notes)
             )
 
     replay(kafka, Topics(kafka.topic_prefix).postings, range(kafka.partitions), take, timeout_s=300)
@@ -60,7 +63,16 @@ def check_log(ledger: Ledger, log: dict[str, list[Accepted]]) -> Verdict:
         applied_as = {a.version for a in log.get(ack.posting_id, []) if a.request_id == key}
         if ack.version not in applied_as:
             verdict.lost.append(key)
-    verdict.duplicated = [key for key, n in applied.items() if n > 1]
+    marked = Counter(a.marker for versions in log.values() for a in versions if a.marker)
+    at = {(p, a.marker): a.version for p, versions in log.items() for a in versions if a.marker}
+    verdict.lost += [
+        m for m, ack in ledger.acked_unkeyed.items() if at.get((ack.posting_id, m)) != ack.version
+    ]
+    verdict.applied_after_503 = [m for m in ledger.not_applied if m in marked]
+    verdict.unknown_applied = sum(1 for m in ledger.unknown if m in marked)
+    verdict.duplicated = [key for key, n in applied.items() if n > 1] + [
+        m for m, n in marked.items() if n > 1
+    ]
     for posting_id, versions in log.items():
         if [a.version for a in versions] != list(range(len(versions))):
             verdict.reordered.append(posting_id)

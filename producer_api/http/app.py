@@ -17,17 +17,18 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from producer_api.commands import CommandClient
+from producer_api.commands import CommandClient, OutcomeUnknown
 from producer_api.config import ApiSettings
 from producer_api.http import problems
 from producer_api.http.problems import Problem
-from producer_api.http.routes import health, operations, postings
+from producer_api.http.routes import health, operations, postings, snapshot
 from producer_api.operations import Operations
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingError, PostingService, Refusal, Unavailable
 from runtime import write_stages
+from runtime.snapshots import fetch, has_state
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer
 
@@ -54,7 +55,10 @@ _PROBLEM_OF = {
 def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        commands = CommandClient(settings.kafka)
+        if settings.peers() and not has_state(settings.state.dir, PostingsView.reader):
+            # A new replica: a live one's stores, then only what came since, from Kafka.
+            await asyncio.to_thread(fetch, settings.peers(), settings.peer_token(), settings.state.dir)
+        commands = CommandClient(settings.kafka, settings.command_budget_s, settings.write_timeout_s)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
         events = DeliveryEventsView(settings.kafka, settings.state)
@@ -109,11 +113,17 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
 
     @app.exception_handler(Unavailable)
     async def _unavailable(_request: Request, exc: Unavailable) -> Response:
+        # A write answered so was never applied, and never will be (service.NotApplied).
+        return Problem(503, "Service unavailable", str(exc), headers={"Retry-After": "1"}).response()
+
+    @app.exception_handler(OutcomeUnknown)
+    async def _outcome_unknown(_request: Request, exc: OutcomeUnknown) -> Response:
+        detail = (
+            f"{exc}: the write may have been applied, or may still be within {exc.settled_in_s} s "
+            "(Retry-After); retry with the same Idempotency-Key, or read the posting after that"
+        )
         return Problem(
-            503,
-            "Service unavailable",
-            str(exc),
-            headers={"Retry-After": "1"},
+            504, "Outcome unknown", detail, headers={"Retry-After": str(exc.settled_in_s)}
         ).response()
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
@@ -121,6 +131,7 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
     app.include_router(health.router)
     app.include_router(postings.router)
     app.include_router(operations.router)
+    app.include_router(snapshot.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)

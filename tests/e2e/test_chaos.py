@@ -1,7 +1,8 @@
 """The short fault run (`jobpost chaos --short`): a three-broker cluster of its own, two
 replicas of every component, the sandbox failing 5 % of calls and losing 5 % of answers,
-a steady write load; a broker killed and restarted, one consumer of each board and one API
-replica killed. Checked from outside: the log, both boards, the index, the dead letters."""
+a steady write load (with and without Idempotency-Key); a broker killed and restarted, one
+consumer of each board and one API replica killed. Checked from outside: the log, both
+boards, the index, the dead letters, and that no write answered 503 was applied."""
 
 from jobpost.chaos.run import run, short_plan
 
@@ -15,7 +16,9 @@ def test_the_short_fault_run_loses_duplicates_and_reorders_nothing(elasticsearch
     print("\n".join(report.lines()))
     verdict = report.verdict
     assert report.ledger.acked, "the load was acknowledged nothing"
-    assert len(report.ledger.acked) + len(report.ledger.gave_up) == report.ledger.attempted
+    assert report.ledger.acked_unkeyed, "no write without a key was acknowledged"
+    assert report.ledger.settled == report.ledger.attempted
     assert (verdict.lost, verdict.duplicated, verdict.reordered) == ([], [], [])
+    assert verdict.applied_after_503 == []  # a 503 means "not applied, ever"
     assert report.converged_after_s is not None, (verdict.boards, verdict.index)
     assert verdict.dead_letters == {"sequencer": 0, "linkedin": 0, "indeed": 0, "search-indexer": 0}

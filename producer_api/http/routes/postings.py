@@ -37,7 +37,23 @@ _REFUSED: dict[int | str, dict[str, Any]] = {
     410: {"model": ProblemOut, "description": "the posting was deleted"},
 }
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"model": ProblemOut, "description": "not answered in time; retry (a write: with the same key)"}
+    503: {"model": ProblemOut, "description": "not served now (the view or search is behind); retry"}
+}
+# What a write's failures promise, and which retries are safe.
+_WRITE_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": ProblemOut,
+        "description": "**not applied, and never will be** (the sequencer did not reach it within its "
+        "budget, or it never reached Kafka): safe to retry after `Retry-After`, with or without an "
+        "Idempotency-Key",
+    },
+    504: {
+        "model": ProblemOut,
+        "description": "**outcome unknown** (problem type `…/outcome-unknown`): no verdict in time; the "
+        "write may have been applied, or may still be until `Retry-After` seconds have passed, never "
+        "after. Retry with the same Idempotency-Key (an applied write answers as it did), or read the "
+        "posting with `?consistency=strong` after `Retry-After`. Without a key a retry may apply it twice",
+    },
 }
 
 
@@ -45,7 +61,7 @@ _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=PostingOut,
-    responses={409: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+    responses={409: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_WRITE_UNAVAILABLE},
 )
 async def create_posting(
     body: PostingIn,
@@ -110,7 +126,7 @@ async def posting_timeline(posting_id: PostingId, service: Service) -> TimelineO
 @router.put(
     "/{posting_id}",
     response_model=PostingOut,
-    responses={**_REFUSED, 412: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_UNAVAILABLE},
+    responses={**_REFUSED, 412: {"model": ProblemOut}, 413: {"model": ProblemOut}, **_WRITE_UNAVAILABLE},
 )
 async def replace_posting(
     posting_id: PostingId,
@@ -130,7 +146,7 @@ async def replace_posting(
 @router.delete(
     "/{posting_id}",
     response_model=DeletedOut,
-    responses={**_REFUSED, 412: {"model": ProblemOut}, **_UNAVAILABLE},
+    responses={**_REFUSED, 412: {"model": ProblemOut}, **_WRITE_UNAVAILABLE},
 )
 async def delete_posting(
     posting_id: PostingId,

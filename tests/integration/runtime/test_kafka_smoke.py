@@ -4,12 +4,14 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from runtime.topics import TopicMismatchError, ensure_topics
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests.processes import wait_until
 
 
 def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics: Topics):
@@ -66,3 +68,22 @@ def test_ensure_topics_is_idempotent_and_reports_mismatch(kafka, topics: Topics)
     assert ensure_topics(kafka) == []  # the fixture created them already
     with pytest.raises(TopicMismatchError, match="partitions"):
         ensure_topics(kafka.model_copy(update={"partitions": 4}))
+
+
+def test_topics_made_before_log_append_time_are_switched_to_it(kafka, topics: Topics):
+    admin = AdminClient(kafka.client_config())
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topics.commands)
+    entry = ConfigEntry("message.timestamp.type", "CreateTime", incremental_operation=AlterConfigOpType.SET)
+    change = ConfigResource(ConfigResource.Type.TOPIC, topics.commands, incremental_configs=[entry])
+    admin.incremental_alter_configs([change])[change].result(30)
+
+    ensure_topics(kafka)
+
+    wait_until(
+        lambda: (
+            admin.describe_configs([resource])[resource].result(30)["message.timestamp.type"].value
+            == "LogAppendTime"
+        ),
+        30,
+        "the commands' timestamps to be the broker's",
+    )

@@ -47,9 +47,10 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
 
                 def write(n: int = n) -> bool:
                     answer = api.client.replace(
-                        posting_id, key=f"after-fence-{n}", title=f"Night Porter {n}", expect=(200, 503)
+                        posting_id, key=f"after-fence-{n}", title=f"Night Porter {n}", expect=(200, 503, 504)
                     )
-                    return answer.status_code == 200  # a 503 is "not applied": retried
+                    # 503: never applied; 504: unknown. Either way the same key is safe to send again.
+                    return answer.status_code == 200
 
                 wait_until(write, 60, f"write {n} to be accepted", interval=0.5)
             wait_until(lambda: httpx.get(f"{api.url}/readyz").status_code == 200, 30, "ready again")

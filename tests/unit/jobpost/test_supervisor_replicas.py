@@ -15,6 +15,11 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(f"JOBPOST_{name}", raising=False)
 
 
+def peers(port: int) -> dict[str, str]:
+    """A replica that lost its state copies the other's stores."""
+    return {"JOBPOST_API_SNAPSHOT_PEERS": f"http://127.0.0.1:{port}"}
+
+
 def test_two_replicas_of_everything_but_the_sandbox() -> None:
     settings = RunSettings(replicas=2, api_port=8000, sandbox_port=8090, metrics_port_base=9101)
 
@@ -25,8 +30,18 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
     metrics = "JOBPOST_CONSUMER_METRICS_PORT"
     assert listed == [
         ("sandbox", ["sandbox", "--port", "8090"], "http://127.0.0.1:8090", {}),
-        ("api-1", ["api"], "http://127.0.0.1:8000 (docs at /docs)", {"JOBPOST_API_PORT": "8000"}),
-        ("api-2", ["api"], "http://127.0.0.1:8001 (docs at /docs)", {"JOBPOST_API_PORT": "8001"}),
+        (
+            "api-1",
+            ["api"],
+            "http://127.0.0.1:8000 (docs at /docs)",
+            {"JOBPOST_API_PORT": "8000", **peers(8001)},
+        ),
+        (
+            "api-2",
+            ["api"],
+            "http://127.0.0.1:8001 (docs at /docs)",
+            {"JOBPOST_API_PORT": "8001", **peers(8000)},
+        ),
         ("linkedin-1", ["consumer", "linkedin"], "metrics http://127.0.0.1:9101/metrics", {metrics: "9101"}),
         ("linkedin-2", ["consumer", "linkedin"], "metrics http://127.0.0.1:9104/metrics", {metrics: "9104"}),
         ("indeed-1", ["consumer", "indeed"], "metrics http://127.0.0.1:9102/metrics", {metrics: "9102"}),

@@ -7,11 +7,13 @@ import dataclasses
 import pytest
 from confluent_kafka import Message
 
+from producer_api.commands import NotWritten, OutcomeUnknown
 from producer_api.read.log_view import ViewStatus
 from producer_api.read.progress import Progress, ProgressStatus
 from producer_api.read.views import DeliveriesView, PostingsView
 from producer_api.service import (
     Caller,
+    NotApplied,
     PostingError,
     PostingService,
     Refusal,
@@ -148,3 +150,29 @@ def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
     with pytest.raises(PostingError) as refused:
         asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
     assert refused.value.kind == Refusal.NOT_FOUND
+
+
+class FailingCommands(FakeCommands):
+    def __init__(self, failure: Exception):
+        super().__init__()
+        self.failure = failure
+
+    async def send(self, command: Command, timeout_s: float) -> Reply:
+        raise self.failure
+
+
+def test_only_a_write_that_can_never_be_applied_is_not_applied():
+    expired = service(FakeCommands(Outcome.EXPIRED, None))  # type: ignore[arg-type]
+    with pytest.raises(NotApplied):
+        asyncio.run(expired.replace(CALLER, "p1", Posting("T", ""), None, None))
+    refused = service(FailingCommands(NotWritten("the command was refused: MSG_SIZE_TOO_LARGE")))
+    with pytest.raises(NotApplied):
+        asyncio.run(refused.create(CALLER, Posting("T", ""), None))
+
+
+def test_a_write_without_a_verdict_is_of_unknown_outcome_not_unavailable():
+    silent = service(FailingCommands(OutcomeUnknown("no verdict from the sequencer within 10 s", 9)))
+    with pytest.raises(OutcomeUnknown) as unknown:
+        asyncio.run(silent.replace(CALLER, "p1", Posting("T", ""), "key-1", None))
+    assert unknown.value.settled_in_s == 9
+    assert not isinstance(unknown.value, Unavailable)

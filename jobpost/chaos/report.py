@@ -1,0 +1,128 @@
+"""What a fault run found, as the lines `make chaos` prints: the verdict, the answers, the
+longest stretches without an acknowledged write (overall and per fault), the sequencer
+members' sessions."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass, field
+
+import httpx
+
+from jobpost.chaos import verify
+from jobpost.chaos.load import Ledger
+
+
+@dataclass
+class FaultWindow:
+    name: str
+    started: float
+    ended: float
+    what: str = ""
+
+
+@dataclass
+class Report:
+    ledger: Ledger
+    verdict: verify.Verdict
+    windows: list[FaultWindow]
+    converged_after_s: float | None
+    load_ended: float = float("inf")
+    members: dict[str, dict[str, float]] = field(default_factory=dict)  # API -> its sequencer's counters
+
+    def lines(self) -> list[str]:
+        ok = [s for s in self.ledger.samples if s.ok]
+        during = [s.latency_s for s in ok if self._in_fault(s.started)]
+        calm = [s.latency_s for s in ok if not self._in_fault(s.started)]
+        gap, cause = self.longest_outage()
+        v = self.verdict
+        ledger = self.ledger
+        return [
+            f"writes attempted {ledger.attempted}, acknowledged "
+            f"{len(ledger.acked) + len(ledger.acked_unkeyed)} ({len(ledger.acked_unkeyed)} without a key), "
+            f"gave up {len(ledger.gave_up)}, refused {ledger.refused}",
+            f"lost {len(v.lost)}, duplicated {len(v.duplicated)}, reordered {len(v.reordered)}, "
+            f"accepted but never acknowledged {len(v.unacknowledged)}",
+            f"answers 503 to writes without a key: {len(ledger.not_applied)}, of them applied: "
+            f"{len(v.applied_after_503)}; answers 504 (outcome unknown): {ledger.answered_504}; "
+            f"writes without a key left unknown: {len(ledger.unknown)}, of them applied: {v.unknown_applied}",
+            f"boards not as accepted: linkedin {len(v.boards.get('linkedin', []))}, "
+            f"indeed {len(v.boards.get('indeed', []))}; index not at the last version: {len(v.index)}",
+            f"dead letters: {v.dead_letters}",
+            f"longest stretch without a successful write: {gap:.1f} s ({cause})",
+            f"write latency during faults: {_percentiles(during)}; without: {_percentiles(calm)}",
+            "converged "
+            + (
+                f"{self.converged_after_s:.1f} s after the last fault"
+                if self.converged_after_s is not None
+                else "NOT within the timeout"
+            ),
+            *(
+                f"  sequencer member of {api} (since its last start): "
+                + ", ".join(f"{name} {value:.0f}" for name, value in counters.items())
+                for api, counters in self.members.items()
+            ),
+            *(
+                f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
+                f"{self.longest_gap(w.started, min(w.ended + 30, self.load_ended)):.1f} s at most, "
+                "until 30 s after it (or the end of the load)"
+                for w in self.windows
+            ),
+        ]
+
+    @property
+    def kept_every_promise(self) -> bool:
+        v = self.verdict
+        return (
+            not (v.lost or v.duplicated or v.reordered or v.applied_after_503)
+            and self.converged_after_s is not None
+        )
+
+    def _in_fault(self, at: float) -> bool:
+        return any(w.started <= at <= w.ended + 5 for w in self.windows)
+
+    def longest_gap(self, start: float, end: float) -> float:
+        """The longest time in [start, end] in which no write was acknowledged."""
+        done = sorted(
+            s.started + s.latency_s
+            for s in self.ledger.samples
+            if s.ok and start <= s.started + s.latency_s <= end
+        )
+        edges = [start, *done, end]
+        return max(b - a for a, b in itertools.pairwise(edges))
+
+    def longest_outage(self) -> tuple[float, str]:
+        done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)
+        if len(done) < 2:
+            return 0.0, "no writes"
+        gap, end = max((b - a, b) for a, b in itertools.pairwise(done))
+        cause = next((w.name for w in self.windows if w.started - 1 <= end - gap <= w.ended + 5), "no fault")
+        return gap, cause
+
+
+def _percentiles(samples: list[float]) -> str:
+    if len(samples) < 2:
+        return "too few samples"
+    q = statistics.quantiles([s * 1000 for s in samples], n=100, method="inclusive")
+    return f"p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms ({len(samples)} writes)"
+
+
+_COUNTERS = {
+    "jobpost_sequencer_sessions_total": "sessions",
+}
+
+
+def sequencer_counters(api: str) -> dict[str, float]:
+    """How often the replica's sequencer member began a session (each one a rebalance of
+    the group)."""
+    try:
+        text = httpx.get(f"{api}/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in _COUNTERS:
+            found[_COUNTERS[name]] = float(value)
+    return found
