@@ -31,8 +31,12 @@ def dead_letter(
     first_attempt_ms: int | None = None,
     version: int | None = None,
     posting_id: str | None = None,
+    value: bytes | None = None,
 ) -> Outgoing:
-    """`message` unchanged, for the group's dead-letter topic, with headers saying why."""
+    """`message` unchanged, for the group's dead-letter topic, with headers saying why; or,
+    given `value`, that record instead of the message's (a redrive request's dead-lettered
+    version, refused again: the letter is the version, the headers say it came from the
+    request)."""
     context = {"posting_id": posting_id, "version": version, "group": group.value}
     log.error("dead-lettered: %s", error, extra=context)
     DEAD_LETTERS.labels(group.value).inc()
@@ -46,4 +50,5 @@ def dead_letter(
         first_attempt_ms=first_attempt_ms or now,
         last_attempt_ms=now,
     )
-    return Outgoing(topics.dlq(group), message.key(), message.value(), headers=headers.to_headers())
+    body = message.value() if value is None else value
+    return Outgoing(topics.dlq(group), message.key(), body, headers=headers.to_headers())
