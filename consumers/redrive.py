@@ -17,7 +17,9 @@ import aiohttp
 from confluent_kafka import Message
 
 from consumers.boards.indeed import IndeedAdapter
+from consumers.boards.legacy import OneAtATime
 from consumers.boards.linkedin import LinkedInAdapter
+from consumers.boards.tokens import token_source
 from consumers.config import ConsumerSettings
 from consumers.errors import DeliveryError
 from consumers.lanes import Board
@@ -35,9 +37,14 @@ from schemas.topics import Topics
 
 
 def make_board(settings: ConsumerSettings, client: aiohttp.ClientSession) -> Board:
+    """The board's adapter behind the one-element shim the runner calls; refuses (raises
+    UnsafeBoardSettings) a real board with the sandbox's credentials."""
+    board = settings.linkedin if settings.destination == Destination.LINKEDIN else settings.indeed
+    board.check_credentials()
+    tokens = token_source(client, settings.destination, board)
     if settings.destination == Destination.LINKEDIN:
-        return LinkedInAdapter(client, settings.linkedin)
-    return IndeedAdapter(client, settings.indeed)
+        return OneAtATime(LinkedInAdapter(client, settings.linkedin), tokens)
+    return OneAtATime(IndeedAdapter(client, settings.indeed), tokens)
 
 
 @dataclass(frozen=True)
