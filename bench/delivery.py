@@ -16,9 +16,10 @@ import httpx
 from confluent_kafka import Consumer, Producer
 
 from bench.common import local_kafka, percentiles
-from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.boards.linkedin import LinkedInSettings
 from consumers.config import ConsumerSettings
 from consumers.lanes import DELIVERIES
+from consumers.redrive import make_board
 from consumers.runner import DeliveryRunner
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
@@ -54,13 +55,14 @@ def delivered() -> float:
 
 async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
     settings = ConsumerSettings(
-        kafka=kafka, destination=Destination.LINKEDIN, group_id=f"{kafka.topic_prefix}-runner"
+        kafka=kafka,
+        destination=Destination.LINKEDIN,
+        group_id=f"{kafka.topic_prefix}-runner",
+        linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"),
     )
     connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
     async with aiohttp.ClientSession(connector=connector) as client:
-        runner = DeliveryRunner(
-            settings, LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
-        )
+        runner = DeliveryRunner(settings, make_board(settings, client))
         task = asyncio.create_task(runner.run())
         before = delivered()
         while delivered() - before < 1:
@@ -78,8 +80,9 @@ async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
     """poll one record, call the board, commit; repeat."""
     consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
     consumer.subscribe([f"{kafka.topic_prefix}.postings"])
+    settings = ConsumerSettings(kafka=kafka, linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"))
     async with aiohttp.ClientSession() as client:
-        board = LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
+        board = make_board(settings, client)
         done, started = 0, None
         while done < sample:
             message = consumer.poll(1.0)

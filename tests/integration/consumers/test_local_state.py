@@ -12,8 +12,9 @@ import aiohttp
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import REGISTRY
 
-from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.boards.linkedin import LinkedInSettings
 from consumers.config import ConsumerSettings
+from consumers.redrive import make_board
 from consumers.retry import RetrySettings
 from consumers.runner import DeliveryRunner
 from runtime import records
@@ -125,7 +126,7 @@ async def until(check: Callable[[], object], timeout_s: float, what: str) -> obj
 
 async def running(settings: ConsumerSettings, scenario: Callable[[DeliveryRunner], Awaitable[None]]) -> None:
     async with aiohttp.ClientSession() as client:
-        runner = DeliveryRunner(settings, LinkedInAdapter(client, settings.linkedin))
+        runner = DeliveryRunner(settings, make_board(settings, client))
         task = asyncio.create_task(runner.run())
         try:
             await scenario(runner)
