@@ -25,15 +25,23 @@ class ConsumerSettings(BaseSettings):
     state: StateSettings = Field(default_factory=StateSettings)
     destination: Destination = Field(default=Destination.LINKEDIN, description="linkedin or indeed")
     group_id: str | None = Field(default=None, description="default: <topic prefix>-<destination>")
-    max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once (a call carries a batch)")
+    max_in_flight: int = Field(
+        default=32, ge=1, description="board calls in flight at once (a call carries a batch)"
+    )
     records_per_minute: float | None = Field(
-        default=None, gt=0, description="the board's records budget for the whole group (none: found by trying)"
+        default=None,
+        gt=0,
+        description="the board's records budget for the whole group (none: found by trying)",
     )
     requests_per_minute: float | None = Field(
-        default=None, gt=0, description="the board's requests budget for the whole group (none: found by trying)"
+        default=None,
+        gt=0,
+        description="the board's requests budget for the whole group (none: found by trying)",
     )
     batch_wait_ms: float = Field(default=5.0, ge=0, description="how long a call waits to fill its batch")
-    task_poll_interval_s: float = Field(default=2.0, gt=0, description="how often a board task is asked about")
+    task_poll_interval_s: float = Field(
+        default=2.0, gt=0, description="how often a board task is asked about"
+    )
     task_timeout_s: float = Field(
         default=900.0, gt=0, description="a task still in progress after this is retried like a failed call"
     )

@@ -19,7 +19,15 @@ from typing import Any, Protocol
 
 from prometheus_client import Counter
 
-from consumers.boards.base import Delivered, ElementOutcome, Rejected, Submitted, TaskOutcome, TaskState, Unsure
+from consumers.boards.base import (
+    Delivered,
+    ElementOutcome,
+    Rejected,
+    Submitted,
+    TaskOutcome,
+    TaskState,
+    Unsure,
+)
 from consumers.clock import Clock
 from consumers.destination.ticket import Ticket
 from consumers.items import Item
@@ -177,7 +185,9 @@ class VersionDelivery:
                     return None
                 if ticket.pause_reason is not None and not paused:
                     paused = True
-                    await self._record(item, DeliveryStatus.PAUSED, progress, paused_reason=ticket.pause_reason)
+                    await self._record(
+                        item, DeliveryStatus.PAUSED, progress, paused_reason=ticket.pause_reason
+                    )
         finally:
             lane.ticket = None
             if not ticket.outcome.done():
@@ -242,7 +252,14 @@ class VersionDelivery:
         now = self.clock.now_ms()
         before = self.states.get(item.posting_id)
         state = next_state(
-            self.destination, item, before, status, progress, now=now, error=error, paused_reason=paused_reason
+            self.destination,
+            item,
+            before,
+            status,
+            progress,
+            now=now,
+            error=error,
+            paused_reason=paused_reason,
         )
         self._event(
             item, OUTCOME_OF_STATUS[status], progress.attempts,
@@ -263,7 +280,8 @@ class VersionDelivery:
     ) -> None:
         event = delivery_event(
             self.destination, item.posting_id, item.version, outcome, attempts, error=error,
-            next_attempt_at=next_attempt_at, at=self.clock.now_ms(), task_id=task_id, request_id=item.request_id,
+            next_attempt_at=next_attempt_at, at=self.clock.now_ms(), task_id=task_id,
+            request_id=item.request_id,
         )  # fmt: skip
         self.outcomes.event(item, event)
 
@@ -272,4 +290,3 @@ class VersionDelivery:
 
     def _context(self, item: Item) -> dict[str, Any]:
         return {"posting_id": item.posting_id, "version": item.version, "destination": self.destination}
-

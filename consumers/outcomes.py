@@ -34,6 +34,7 @@ class KafkaOutcomes:
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         letter = None if item.request is None else item.request.update
+        assert isinstance(item.source, Message)
         await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version, letter)
 
     async def dead_letter_message(

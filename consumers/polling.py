@@ -113,15 +113,20 @@ class KafkaPolling:
             self.consumer = Consumer(self.member_config)
             self.requests = Consumer(self.kafka.consumer_config(self.requests_group))
             self.consumer.subscribe(
-                [self.postings_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+                [self.postings_topic],
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
             )
             while not self._stopping.is_set():
                 self._serve_commands()
                 postings = [m for m in poll_batch(self.consumer, 500, _POLL_S) if is_record(m)]
-                requests = [m for m in poll_batch(self.requests, 100, 0) if is_record(m)] if self._assigned else []
+                requests = (
+                    [m for m in poll_batch(self.requests, 100, 0) if is_record(m)] if self._assigned else []
+                )
                 if postings or requests:
                     self.loop.call_soon_threadsafe(self.sink.take, postings, requests)
-        except BaseException as exc:  # noqa: BLE001 - handed to the loop, which stops the consumer
+        except BaseException as exc:
             log.exception("the Kafka polling thread failed")
             self.failure = exc
         finally:

@@ -32,4 +32,6 @@ def request_item(message: Message) -> Item:
             f"v{update.version} under key {posting_id!r}"
         )
     _, partition, offset = coordinates(message)
-    return Item(posting_id, update, partition, offset, message, request=request, timestamp_ms=message.timestamp()[1])
+    return Item(
+        posting_id, update, partition, offset, message, request=request, timestamp_ms=message.timestamp()[1]
+    )

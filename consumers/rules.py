@@ -80,7 +80,11 @@ class Progress:
         count, first attempt and uncharged time; a task submitted before is polled, never
         submitted again."""
         ours = state.pending_version == version
-        if not ours or state.status not in (DeliveryStatus.RETRYING, DeliveryStatus.SUBMITTED, DeliveryStatus.PAUSED):
+        if not ours or state.status not in (
+            DeliveryStatus.RETRYING,
+            DeliveryStatus.SUBMITTED,
+            DeliveryStatus.PAUSED,
+        ):
             return cls()
         uncharged = state.uncharged_ms
         if state.status == DeliveryStatus.PAUSED and state.paused_since is not None:

@@ -19,7 +19,9 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from confluent_kafka import Message, Producer, TopicPartition
 from prometheus_client import Gauge
@@ -79,8 +81,9 @@ class DeliveryRunner:
         )  # fmt: skip
         self.trackers: dict[tuple[str, int], OffsetTracker] = {}
         self.owned: set[int] = set()
+        self.generation: dict[int, int] = {}  # bumped at each assignment and revocation of a partition
+        self.background: set[asyncio.Task[None]] = set()
         self.restorer = ThreadPoolExecutor(1, thread_name_prefix="restore")  # one store at a time
-        self.poison_tasks: set[asyncio.Task[None]] = set()
         self.polling: KafkaPolling | None = None
         self._stop = asyncio.Event()
         self._held = False
@@ -104,7 +107,9 @@ class DeliveryRunner:
             while not self._stop.is_set():
                 if self.polling.failure is not None:
                     raise RuntimeError("Kafka polling failed") from self.polling.failure
-                await asyncio.wait([asyncio.ensure_future(self._stop.wait())], timeout=self.settings.commit_interval_s)
+                await asyncio.wait(
+                    [asyncio.ensure_future(self._stop.wait())], timeout=self.settings.commit_interval_s
+                )
                 self._commit()
                 self._apply_backpressure()
                 self._publish_ages()
@@ -112,7 +117,7 @@ class DeliveryRunner:
             self.polling.stop()
             await asyncio.to_thread(self.polling.join)  # leaving the group commits what is finished
             self.scheduler.close()
-            for task in self.poison_tasks:
+            for task in list(self.background):
                 task.cancel()
             await self.destination.close()
             reports.stop()
@@ -132,7 +137,8 @@ class DeliveryRunner:
         self.owned |= set(partitions)
         self.destination.set_share(len(self.owned), self.settings.kafka.partitions)
         for partition in partitions:
-            asyncio.create_task(self._restore(partition))
+            self.generation[partition] = self.generation.get(partition, 0) + 1
+            self._spawn(self._restore(partition, self.generation[partition]))
 
     async def revoked(self, partitions: list[int]) -> tuple[list[TopicPartition], list[TopicPartition]]:
         gone = set(partitions)
@@ -142,15 +148,27 @@ class DeliveryRunner:
         self.restorer.submit(self.states.close, gone)  # after any restore of them still running
         for key in [k for k in self.trackers if k[1] in gone]:
             del self.trackers[key]
+        for partition in gone:
+            self.generation[partition] = self.generation.get(partition, 0) + 1
         self.owned -= gone
         self.destination.set_share(len(self.owned), self.settings.kafka.partitions)
         return offsets
 
-    async def _restore(self, partition: int) -> None:
+    async def _restore(self, partition: int, generation: int) -> None:
+        """Restore on the worker thread, then start reading the partition; tried again
+        (every 5 s) while it fails, as long as the partition is still this member's."""
         loop = asyncio.get_running_loop()
         started = time.monotonic()
-        store, letters = await loop.run_in_executor(self.restorer, self.states.restore, partition)
-        if partition not in self.owned:
+        while True:
+            try:
+                store, letters = await loop.run_in_executor(self.restorer, self.states.restore, partition)
+                break
+            except Exception:  # Kafka unreachable, a timeout: the partition waits, the others run
+                log.exception("%s partition %d: restore failed, trying again in 5 s", self.name, partition)
+                await asyncio.sleep(5)
+                if self.generation.get(partition) != generation:
+                    return
+        if self.generation.get(partition) != generation:
             return  # revoked meanwhile: its close is queued behind this restore
         self.states.opened(partition, store, letters)
         for topic in (self.topics.postings, self.topics.redrive(self.name)):
@@ -159,6 +177,11 @@ class DeliveryRunner:
         self.polling.restored(partition)
         log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition,
                  time.monotonic() - started)  # fmt: skip
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coroutine)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
 
     def _take_posting(self, message: Message) -> None:
         topic, partition, offset = coordinates(message)
@@ -170,11 +193,11 @@ class DeliveryRunner:
             posting_id, update = records.posting_update(message)
         except records.PoisonRecord as exc:
             records.note_poison(self.settings.component, message, exc.reason)
-            task = asyncio.create_task(self._dead_letter_poison(message, exc.reason))
-            self.poison_tasks.add(task)
-            task.add_done_callback(self.poison_tasks.discard)
+            self._spawn(self._dead_letter_poison(message, exc.reason))
             return
-        self.scheduler.add(Item(posting_id, update, partition, offset, message, timestamp_ms=message.timestamp()[1]))
+        self.scheduler.add(
+            Item(posting_id, update, partition, offset, message, timestamp_ms=message.timestamp()[1])
+        )
 
     def _take_request(self, message: Message) -> None:
         topic, partition, offset = coordinates(message)
@@ -204,7 +227,9 @@ class DeliveryRunner:
         if tracker is not None:
             tracker.finish(offset)
 
-    def _committable(self, partitions: set[int] | None = None) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    def _committable(
+        self, partitions: set[int] | None = None
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
         postings: list[TopicPartition] = []
         requests: list[TopicPartition] = []
         for (topic, partition), tracker in self.trackers.items():
@@ -212,7 +237,9 @@ class DeliveryRunner:
                 continue
             offset = tracker.committable()
             if offset is not None:
-                (postings if topic == self.topics.postings else requests).append(TopicPartition(topic, partition, offset))
+                (postings if topic == self.topics.postings else requests).append(
+                    TopicPartition(topic, partition, offset)
+                )
         return postings, requests
 
     def _commit(self) -> None:

@@ -76,7 +76,9 @@ class StoredStates:
         if store is None or offset < store.checkpoint:
             return  # the partition is gone (its next owner restores it), or restored past it
         oldest = _oldest_letter(state)
-        store.write([(state.posting_id.encode(), raw), _index(state.posting_id, oldest)], checkpoint=offset + 1)
+        store.write(
+            [(state.posting_id.encode(), raw), _index(state.posting_id, oldest)], checkpoint=offset + 1
+        )
         letters = self.letters.setdefault(partition, {})
         if oldest is None:
             letters.pop(state.posting_id, None)
@@ -87,8 +89,7 @@ class StoredStates:
         """Bring the partition's store up to the end of the log (blocking: a worker thread's
         job) and read its index of unresolved letters. It serves nothing until `opened`."""
         store = self.stores.restore(partition, self._fold)
-        letters = {key[len(UNRESOLVED) :].decode(): _MILLIS.unpack(value)[0] for key, value in store.items(UNRESOLVED)}
-        return store, letters
+        return store, unresolved_in(store)
 
     def opened(self, partition: int, store: PartitionStore, letters: dict[str, int]) -> None:
         """A restored store starts serving (on the event loop)."""
@@ -122,6 +123,13 @@ class StoredStates:
         if state is None:
             return [(posting_id.encode(), None), _index(posting_id, None)]
         return [(posting_id.encode(), message.value()), _index(posting_id, _oldest_letter(state))]
+
+
+def unresolved_in(store: PartitionStore) -> dict[str, int]:
+    """The store's index: each posting with unresolved letters, and the oldest one's time."""
+    return {
+        key[len(UNRESOLVED) :].decode(): _MILLIS.unpack(value)[0] for key, value in store.items(UNRESOLVED)
+    }
 
 
 def _oldest_letter(state: DeliveryState) -> int | None:

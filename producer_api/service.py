@@ -178,6 +178,8 @@ class PostingService:
                 "first_attempt_at": known.first_attempt_at,
                 "next_attempt_at": known.next_attempt_at,
                 "last_error": known.last_error,
+                "task_id": known.task_id,
+                "paused_reason": known.paused_reason,
             }
         return view, progress
 

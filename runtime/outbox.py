@@ -42,7 +42,10 @@ class Outgoing:
         producer.produce(self.topic, key=self.key, value=self.value, **options)
 
 
-def _settle(future: asyncio.Future[tuple[KafkaError | None, int]], result: tuple[KafkaError | None, int]) -> None:
+Acknowledgement = tuple[KafkaError | None, int]  # (refusal, offset: -1 when refused)
+
+
+def _settle(future: asyncio.Future[Acknowledgement], result: Acknowledgement) -> None:
     if not future.done():
         future.set_result(result)
 
@@ -101,10 +104,11 @@ async def deliver(producer: Producer, record: Outgoing, max_wait_s: float = 30.0
     loop = asyncio.get_running_loop()
     attempt = 0
     while True:
-        acknowledged: asyncio.Future[tuple[KafkaError | None, int]] = loop.create_future()
+        acknowledged: asyncio.Future[Acknowledgement] = loop.create_future()
 
         def on_delivery(error: KafkaError | None, message: Message, done: Any = acknowledged) -> None:
-            result = (error, message.offset() if error is None else -1)
+            offset = message.offset()
+            result: Acknowledgement = (error, offset if error is None and offset is not None else -1)
             loop.call_soon_threadsafe(_settle, done, result)
 
         refusal: KafkaError | Exception

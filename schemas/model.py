@@ -250,7 +250,8 @@ class DeliveryState:
             "paused_reason": self.paused_reason,
             "finished_version": self.finished_version,
             "unresolved_letters": [
-                {"version": u.version, "dead_lettered_at": u.dead_lettered_at} for u in self.unresolved_letters
+                {"version": u.version, "dead_lettered_at": u.dead_lettered_at}
+                for u in self.unresolved_letters
             ],
         }
 
@@ -273,5 +274,7 @@ class DeliveryState:
             record["paused_since"],
             record["paused_reason"],
             record["finished_version"],
-            tuple(UnresolvedLetter(u["version"], u["dead_lettered_at"]) for u in record["unresolved_letters"]),
+            tuple(
+                UnresolvedLetter(u["version"], u["dead_lettered_at"]) for u in record["unresolved_letters"]
+            ),
         )

@@ -211,9 +211,8 @@ class SharedDestination:
             ticket.sent_at = now
         self.budget.spend(now, len(tickets))
         self.in_flight += 1
-        task = asyncio.create_task(self._send(tickets, [at for _, at in taken]))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(call := asyncio.create_task(self._send(tickets, [at for _, at in taken])))
+        call.add_done_callback(self._tasks.discard)
 
     async def _send(self, tickets: list[Ticket], queued_at: list[int]) -> None:
         metrics.BATCH_RECORDS.labels(self.name).observe(len(tickets))

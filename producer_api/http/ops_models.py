@@ -6,7 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CellState = Literal["delivered", "closed", "retrying", "dead_lettered", "skipped", "pending"]
+CellState = Literal[
+    "delivered", "closed", "retrying", "dead_lettered", "skipped", "pending", "submitted", "paused"
+]
+EventOutcome = Literal["delivered", "closed", "retrying", "dead_lettered", "skipped", "submitted", "paused"]
 FaultMode = Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"]
 
 
@@ -20,7 +23,9 @@ class VersionOut(BaseModel):
 class CellOut(BaseModel):
     version: int
     state: CellState = Field(
-        description="closed: a delete delivered; skipped: superseded, never sent; pending: not tried yet"
+        description="closed: a delete delivered; skipped: superseded, never sent; pending: not tried yet; "
+        "submitted: accepted by an asynchronous board (LinkedIn), its task not ended yet; paused: held while "
+        "the board as a whole is unavailable (its circuit open), charged to no retry budget"
     )
     at: int | None = Field(description="epoch millis of the newest event")
     attempts: int
@@ -39,10 +44,12 @@ class EventOut(BaseModel):
     version: int
     destination: Literal["linkedin", "indeed", "search"]
     attempt: int
-    outcome: Literal["delivered", "closed", "retrying", "dead_lettered", "skipped"]
+    outcome: EventOutcome
     error: str | None
     next_attempt_at: int | None
     at: int
+    task_id: str | None = Field(default=None, description="submitted: the board's task")
+    request_id: str | None = Field(default=None, description="the redrive request this attempt answers")
 
 
 class TimelineOut(BaseModel):
@@ -80,15 +87,16 @@ class RedriveIn(BaseModel):
     offset: int | None = Field(default=None, ge=0)
 
 
-class RedrivenOut(BaseModel):
-    posting_id: str | None
-    version: int | None
-    outcome: Literal["delivered", "skipped", "failed"]
-    detail: str
+class RedriveRequestOut(BaseModel):
+    request_id: str = Field(description="carried by the delivery events of the attempt (the timeline)")
+    posting_id: str
+    version: int
+    partition: int = Field(description="where the letter lies in the board's dead-letter topic")
+    offset: int
 
 
 class RedriveOut(BaseModel):
-    results: list[RedrivenOut]
+    requests: list[RedriveRequestOut] = Field(description="written; their outcomes follow in the timeline")
 
 
 class GroupLag(BaseModel):

@@ -8,13 +8,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import aiohttp
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import REGISTRY
 
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.config import ConsumerSettings
-from consumers.redrive import make_board
+from consumers.main import client_session, destination_for
 from consumers.retry import RetrySettings
 from consumers.runner import DeliveryRunner
 from runtime import records
@@ -125,8 +124,8 @@ async def until(check: Callable[[], object], timeout_s: float, what: str) -> obj
 
 
 async def running(settings: ConsumerSettings, scenario: Callable[[DeliveryRunner], Awaitable[None]]) -> None:
-    async with aiohttp.ClientSession() as client:
-        runner = DeliveryRunner(settings, make_board(settings, client))
+    async with client_session(settings) as client:
+        runner = DeliveryRunner(settings, destination_for(settings, client))
         task = asyncio.create_task(runner.run())
         try:
             await scenario(runner)

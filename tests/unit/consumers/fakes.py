@@ -33,8 +33,12 @@ def update(posting_id: str, version: int, op: str | None = None) -> PostingUpdat
     return PostingUpdate(posting_id, version, kind, f"{posting_id}:{version}", "r", SNAPSHOT, 1, 1)
 
 
-def item(posting_id: str, version: int, op: str | None = None, offset: int | None = None, partition: int = 0) -> Item:
-    return Item(posting_id, update(posting_id, version, op), partition, offset if offset is not None else version)
+def item(
+    posting_id: str, version: int, op: str | None = None, offset: int | None = None, partition: int = 0
+) -> Item:
+    return Item(
+        posting_id, update(posting_id, version, op), partition, offset if offset is not None else version
+    )
 
 
 class VirtualClock:
@@ -135,7 +139,10 @@ class FakeAdapter:
                 answers.append(Delivered())
                 continue
             task_id = f"task-{u.posting_id}-{u.version}-{len(self.calls)}"
-            self.task_ends[task_id] = (self.clock.now + self.task_delay_ms, self.task_outcome(u.posting_id, u.version))
+            self.task_ends[task_id] = (
+                self.clock.now + self.task_delay_ms,
+                self.task_outcome(u.posting_id, u.version),
+            )
             answers.append(Submitted(task_id))
         return answers
 

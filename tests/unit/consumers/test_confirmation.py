@@ -1,6 +1,8 @@
 """An asynchronous board (LinkedIn's tasks) through the lanes: submitted, then delivered
 or refused when the task ends; the next version only after; many tasks per poll."""
 
+import itertools
+
 from consumers.boards.base import TaskOutcome, TaskState
 from schemas.model import DeliveryState, DeliveryStatus, Destination
 from tests.unit.consumers.fakes import Harness, item, scenario
@@ -28,7 +30,7 @@ def test_the_next_version_is_never_submitted_before_the_previous_task_ended():
         for n in range(10):
             sends = [(t, v) for t, elements in h.board.calls for p, v in elements if p == f"p{n}"]
             assert [v for _, v in sends] == [0, 1, 2]
-            for (_, v), (next_sent, _) in zip(sends, sends[1:], strict=False):
+            for (_, v), (next_sent, _) in itertools.pairwise(sends):
                 (task_id,) = [x for x in h.board.task_ends if x.startswith(f"task-p{n}-{v}-")]
                 ended_at = h.board.task_ends[task_id][0]
                 # The board reported the task ended (a poll after its end) before the next version went.
@@ -41,7 +43,9 @@ def test_the_next_version_is_never_submitted_before_the_previous_task_ended():
 def test_a_failed_task_dead_letters_its_version_with_the_boards_error():
     async def body(h: Harness):
         h.board.task_outcome = lambda p, v: (
-            TaskOutcome(TaskState.FAILED, "companyApplyUrl is required") if v == 1 else TaskOutcome(TaskState.SUCCEEDED)
+            TaskOutcome(TaskState.FAILED, "companyApplyUrl is required")
+            if v == 1
+            else TaskOutcome(TaskState.SUCCEEDED)
         )
         h.add(*(item("a", v) for v in range(3)))
         await h.settle(3)
@@ -73,7 +77,8 @@ def test_a_restarted_consumer_polls_the_stored_task_instead_of_submitting_again(
         h.board.task_ends["task-before"] = (h.clock.now + 500, TaskOutcome(TaskState.SUCCEEDED))
         h.outcomes.latest["a"] = DeliveryState(
             Destination.LINKEDIN, "a", DeliveryStatus.SUBMITTED, delivered_version=0, pending_version=1,
-            attempts=1, first_attempt_at=h.clock.now - 1_000, task_id="task-before", submitted_at=h.clock.now - 1_000,
+            attempts=1, first_attempt_at=h.clock.now - 1_000, task_id="task-before",
+            submitted_at=h.clock.now - 1_000,
         )  # fmt: skip
         h.add(item("a", 1), item("a", 2))
         await h.settle(2)

@@ -1,6 +1,8 @@
 """The lanes over a real SharedDestination with a fake board, a virtual clock and a fake
 sink: order, retries, superseding, restarts. Milliseconds each."""
 
+import itertools
+
 import pytest
 
 from consumers.boards.base import Rejected, Unsure
@@ -54,7 +56,7 @@ def test_retry_waits_follow_the_policy_and_the_version_is_delivered_after():
         h.add(item("a", 0))
         await h.settle(1)
         starts = [t for t, _ in h.board.calls]
-        gaps = [round((b - a) / 1000) for a, b in zip(starts, starts[1:], strict=False)]
+        gaps = [round((b - a) / 1000) for a, b in itertools.pairwise(starts)]
         assert gaps == [3, 6, 12, 24]
         final = h.state("a")
         assert (final.status, final.attempts, final.delivered_version) == (DeliveryStatus.DELIVERED, 5, 0)

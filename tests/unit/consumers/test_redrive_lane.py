@@ -14,15 +14,23 @@ from tests.unit.consumers.fakes import Harness, item, scenario, update
 def redrive(posting_id: str, version: int, offset: int = 100) -> Item:
     letter = update(posting_id, version)
     request = RedriveRequest(
-        f"req-{posting_id}-{version}", posting_id, version, codec.posting_updates().encode(letter), 0, 7, "ops", 1
+        f"req-{posting_id}-{version}",
+        posting_id,
+        version,
+        codec.posting_updates().encode(letter),
+        0,
+        7,
+        "ops",
+        1,
     )
     return Item(posting_id, letter, 0, offset, request=request)
 
 
 def failed_at(version: int, delivered: int | None, attempts: int = 100) -> DeliveryState:
     return DeliveryState(
-        Destination.LINKEDIN, "a", DeliveryStatus.FAILED, delivered_version=delivered, pending_version=version,
-        attempts=attempts, finished_version=version, unresolved_letters=(UnresolvedLetter(version, 5),),
+        Destination.LINKEDIN, "a", DeliveryStatus.FAILED, delivered_version=delivered,
+        pending_version=version, attempts=attempts, finished_version=version,
+        unresolved_letters=(UnresolvedLetter(version, 5),),
     )  # fmt: skip
 
 

@@ -131,10 +131,12 @@ def test_progress_covers_every_destination_with_pending_where_nothing_is_recorde
     assert progress["search"] == {
         "delivered_version": 2, "status": "delivered", "attempts": 1,
         "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
+        "task_id": None, "paused_reason": None,
     }  # fmt: skip
     assert progress["linkedin"] == {
         "delivered_version": None, "status": "pending", "attempts": 0,
         "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
+        "task_id": None, "paused_reason": None,
     }  # fmt: skip
 
 

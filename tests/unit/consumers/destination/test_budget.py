@@ -5,7 +5,9 @@ from consumers.destination.budget import MARGIN_MS, WINDOW_MS, RateBudget
 WINDOW = WINDOW_MS + MARGIN_MS
 
 
-def drain(budget: RateBudget, wanted: int, batch: int, start: int = 0, until: int = 10 * 60_000) -> list[tuple[int, int]]:
+def drain(
+    budget: RateBudget, wanted: int, batch: int, start: int = 0, until: int = 10 * 60_000
+) -> list[tuple[int, int]]:
     """Send `wanted` records in calls of at most `batch` as fast as the budget admits:
     (when, records) of each call."""
     now, calls = start, []

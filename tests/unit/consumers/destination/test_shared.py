@@ -2,7 +2,9 @@
 clock: tokens, the budget, the circuit, batches, and nothing charged for the board's own
 trouble."""
 
-from consumers.boards.base import BoardDown, CallFailed, Delivered, Rejected, Throttled, TokenRefused, Unsure
+import itertools
+
+from consumers.boards.base import BoardDown, CallFailed, Delivered, Rejected, Throttled, Unsure
 from consumers.destination.circuit import CircuitSettings, CircuitState
 from consumers.retry import RetrySettings
 from schemas.model import DeliveryStatus
@@ -92,7 +94,7 @@ def test_the_board_down_opens_the_circuit_no_posting_is_charged_and_all_resume_i
         assert not h.outcomes.letters
         assert all(h.state(f"p{n}").attempts == 0 for n in range(10))
         probes = [t for t, _ in h.board.calls if t > opened_at]
-        assert max(b - a for a, b in zip(probes, probes[1:], strict=False)) <= 30_000 + 100
+        assert max(b - a for a, b in itertools.pairwise(probes)) <= 30_000 + 100
         h.board.down = None
         await h.settle(30, limit_ms=120_000)
         for n in range(10):
@@ -148,7 +150,7 @@ def test_a_batch_waits_a_few_ms_to_fill_at_low_load():
         h.clock.now += 3
         h.add(item("b", 0, offset=1))
         await h.settle(2)
-        ((when, elements),) = h.board.calls
+        ((_, elements),) = h.board.calls
         assert len(elements) == 2
 
     scenario(body, batch_wait_ms=5)

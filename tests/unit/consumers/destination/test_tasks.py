@@ -34,7 +34,9 @@ def test_a_task_in_progress_past_the_timeout_ends_as_timed_out():
     book.add("t2", 0)
     assert book.answered(4_000, ["t1", "t2"], {"t1": IN_PROGRESS}) == []
     ended = dict(book.answered(5_000, ["t1", "t2"], {"t1": IN_PROGRESS}))
-    assert ended["t1"].state == TaskState.IN_PROGRESS and "still in progress after 5 s" in (ended["t1"].error or "")
+    assert ended["t1"].state == TaskState.IN_PROGRESS and "still in progress after 5 s" in (
+        ended["t1"].error or ""
+    )
     assert "not known to the board" in (ended["t2"].error or "")
 
 
