@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from consumers.items import Item
+from schemas.enums import Op
 from schemas.deliveries import delivery_state
 from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
 
@@ -32,10 +33,12 @@ def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | No
     """The newest later version that makes `item` pointless to send: a DELETE of the
     posting always (the board ends with the posting closed), any newer version when
     conflating (each PostingUpdate is a full snapshot) or when `item` is a redrive. A
-    DELETED version is never superseded. None: send it."""
+    DELETED version is never superseded, and conflation keeps the CREATED one (LinkedIn
+    refuses an UPDATE of a job it never created). None: send it."""
     if item.deletes:
         return None
-    newer = conflate or item.request is not None
+    created = item.update is not None and item.update.op == Op.CREATED and item.request is None
+    newer = (conflate and not created) or item.request is not None
     versions = [
         r.version
         for r in later

@@ -174,12 +174,21 @@ def test_a_rebalance_drops_unfinished_work_of_lost_partitions_only():
 
 def test_conflation_sends_only_the_newest_queued_version_and_skips_the_others():
     async def body(h: Harness):
-        h.add(*(item("a", v) for v in range(5)), *(item("b", v, offset=10 + v) for v in range(2)))
+        h.add(*(item("a", v) for v in range(1, 6)), *(item("b", v, offset=10 + v) for v in range(1, 3)))
         await h.settle(7)
-        assert h.board.sent("a") == [4] and h.board.sent("b") == [1]
+        assert h.board.sent("a") == [5] and h.board.sent("b") == [2]
         skipped = [(v, o) for v, o, _ in h.outcomes.timeline("a")]
-        assert skipped == [(0, "SKIPPED"), (1, "SKIPPED"), (2, "SKIPPED"), (3, "SKIPPED"), (4, "DELIVERED")]
-        assert h.outcomes.events[0].error == "superseded by v4"
+        assert skipped == [(1, "SKIPPED"), (2, "SKIPPED"), (3, "SKIPPED"), (4, "SKIPPED"), (5, "DELIVERED")]
+        assert h.outcomes.events[0].error == "superseded by v5"
+
+    scenario(body, conflate=True)
+
+
+def test_conflation_keeps_the_version_that_creates_the_posting():
+    async def body(h: Harness):
+        h.add(*(item("a", v) for v in range(4)))
+        await h.settle(4)
+        assert h.board.sent("a") == [0, 3]
 
     scenario(body, conflate=True)
 
