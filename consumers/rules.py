@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from consumers.items import Item
-from schemas.enums import Op
 from schemas.deliveries import delivery_state
+from schemas.enums import Op
 from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
 
 
