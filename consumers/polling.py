@@ -94,7 +94,10 @@ class KafkaPolling:
     # Commands from the event loop, run on this thread between polls.
 
     def commit(self, postings: list[TopicPartition], requests: list[TopicPartition]) -> None:
-        self._commands.put(lambda: self._commit(postings, requests))
+        """Commit what the loop found finished, for the partitions still fetched when the
+        command runs (one revoked meanwhile was committed by its revocation; an older offset
+        now could rewind its next owner)."""
+        self._commands.put(lambda: self._commit(self._fetched(postings), self._fetched(requests)))
 
     def hold(self, full: bool) -> None:
         """Pause every partition while too much is buffered, resume once it drained."""
@@ -192,6 +195,9 @@ class KafkaPolling:
         if self._held:
             self.consumer.pause([postings])
             self.requests.pause([TopicPartition(self.requests_topic, partition)])
+
+    def _fetched(self, offsets: list[TopicPartition]) -> list[TopicPartition]:
+        return [tp for tp in offsets if tp.partition in self._assigned]
 
     def _commit(self, postings: list[TopicPartition], requests: list[TopicPartition]) -> None:
         for consumer, offsets in ((self.consumer, postings), (self.requests, requests)):

@@ -16,6 +16,7 @@ attempt count and deadline, reading only what changed since.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -107,9 +108,8 @@ class DeliveryRunner:
             while not self._stop.is_set():
                 if self.polling.failure is not None:
                     raise RuntimeError("Kafka polling failed") from self.polling.failure
-                await asyncio.wait(
-                    [asyncio.ensure_future(self._stop.wait())], timeout=self.settings.commit_interval_s
-                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.settings.commit_interval_s)
                 self._commit()
                 self._apply_backpressure()
                 self._publish_ages()
