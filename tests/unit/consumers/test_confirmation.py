@@ -3,7 +3,8 @@ or refused when the task ends; the next version only after; many tasks per poll.
 
 import itertools
 
-from consumers.boards.base import TaskOutcome, TaskState
+from consumers.boards.base import BoardDown, TaskOutcome, TaskState
+from consumers.destination.circuit import CircuitState
 from schemas.model import DeliveryState, DeliveryStatus, Destination
 from tests.unit.consumers.fakes import Harness, item, scenario
 
@@ -87,3 +88,22 @@ def test_a_restarted_consumer_polls_the_stored_task_instead_of_submitting_again(
         assert h.state("a").delivered_version == 2
 
     scenario(body, confirms=True)
+
+
+def test_polls_stay_within_the_request_budget_and_wait_out_a_board_down():
+    async def body(h: Harness):
+        h.board.task_delay_ms = 20_000
+        h.add(*(item(f"p{n}", 0, offset=n) for n in range(5)))
+        await h.clock.run(lambda: len(h.board.polls) >= 2, 60_000)
+        h.board.down = BoardDown("connection refused")
+        await h.clock.run(lambda: h.destination.circuit.state != CircuitState.CLOSED, 60_000)
+        down_at = h.clock.now
+        await h.clock.run(lambda: h.clock.now - down_at > 120_000, 200_000)
+        h.board.down = None
+        await h.settle(5, limit_ms=300_000)
+        assert not h.outcomes.letters  # no task timed out or failed for the board's outage
+        polls = [t for t, _ in h.board.polls] + [t for t, _ in h.board.calls]
+        for start in polls:  # 10 requests a minute, sends and polls together
+            assert sum(1 for t in polls if start <= t < start + 60_000) <= 10
+
+    scenario(body, confirms=True, requests_per_minute=10)
