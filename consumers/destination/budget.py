@@ -56,7 +56,7 @@ class RateBudget:
         self.requests = Rate(requests_per_minute)
         self.share = 1.0
         self.paused_until = 0
-        self._calls: deque[tuple[int, int]] = deque()  # (when, records) of calls in the window
+        self._calls: deque[list[int]] = deque()  # [when, records] of each call in the window
         self._in_window = 0  # records of those calls
         self._throttles_in_a_row = 0
         self._changed_at = 0
@@ -96,15 +96,23 @@ class RateBudget:
             self._limited = True  # the rate, not a 429's pause, holds a call back
         return wait
 
-    def spend(self, now: int, records: int) -> None:
-        """A call of `records` records is made now (counted whatever the board answers)."""
-        self._calls.append((now, records))
+    def spend(self, now: int, records: int) -> list[int]:
+        """A call of `records` records is made now; the handle `throttled` takes."""
+        call = [now, records]
+        self._calls.append(call)
         self._in_window += records
+        return call
 
-    def throttled(self, now: int, retry_after_s: float | None) -> int:
-        """The board answered 429: pause (the board's Retry-After, else our own backoff),
-        and resume at a fraction of what the window held. Returns the pause in ms."""
+    def throttled(self, now: int, retry_after_s: float | None, call: list[int] | None = None) -> int:
+        """The board answered 429 (to `call`): pause (the board's Retry-After, else our own
+        backoff), and resume at a fraction of what the window held. The refused call's
+        records were not admitted (its request still counts): the lower rate is a share of
+        what the board took, not of what every call still in flight when it filled up asked
+        for. Returns the pause in ms."""
         self._expire(now)
+        if call is not None and any(c is call for c in self._calls):
+            self._in_window -= call[1]
+            call[1] = 0
         if retry_after_s is not None:
             pause = int(retry_after_s * 1000)
         else:

@@ -89,12 +89,12 @@ class TaskPoller:
         asked = self.book.due(now, destination.adapter.max_batch)
         if not asked:
             return
-        destination.budget.spend(now, 0)
+        spent = destination.budget.spend(now, 0)
         try:
             found = await destination.call(lambda token: destination.adapter.confirm(asked, token))
         except Throttled as exc:
             self._failed("throttled")
-            destination.throttled(destination.clock.now_ms(), exc)
+            destination.throttled(destination.clock.now_ms(), exc, spent)
             return
         except BoardDown as exc:
             self._failed("board_down")

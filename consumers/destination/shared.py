@@ -153,9 +153,9 @@ class SharedDestination:
             log.warning("%s answers again: its circuit is closed, every lane resumes", self.name)
         self._publish()
 
-    def throttled(self, now: int, exc: Throttled) -> None:
+    def throttled(self, now: int, exc: Throttled, call: list[int] | None = None) -> None:
         metrics.THROTTLED.labels(self.name).inc()
-        pause = self.budget.throttled(now, exc.retry_after_s)
+        pause = self.budget.throttled(now, exc.retry_after_s, call)
         self.circuit.answered(now)  # a board that answers 429 is up
         log.warning("%s throttled us for %.1f s: %s", self.name, pause / 1000, exc)
         if pause >= LONG_THROTTLE_MS:
@@ -209,19 +209,19 @@ class SharedDestination:
         tickets = [ticket for ticket, _ in taken]
         for ticket in tickets:
             ticket.sent_at = now
-        self.budget.spend(now, len(tickets))
+        spent = self.budget.spend(now, len(tickets))
         self.in_flight += 1
-        self._tasks.add(call := asyncio.create_task(self._send(tickets, [at for _, at in taken])))
+        self._tasks.add(call := asyncio.create_task(self._send(tickets, [at for _, at in taken], spent)))
         call.add_done_callback(self._tasks.discard)
 
-    async def _send(self, tickets: list[Ticket], queued_at: list[int]) -> None:
+    async def _send(self, tickets: list[Ticket], queued_at: list[int], spent: list[int]) -> None:
         metrics.BATCH_RECORDS.labels(self.name).observe(len(tickets))
         updates = [ticket.update for ticket in tickets]
         try:
             outcomes = await self.call(lambda token: self.adapter.send(updates, token))
         except Throttled as exc:
             self._count("throttled")
-            self.throttled(self.clock.now_ms(), exc)
+            self.throttled(self.clock.now_ms(), exc, spent)
             self._requeue(tickets, queued_at)
         except BoardDown as exc:
             self._count("board_down")

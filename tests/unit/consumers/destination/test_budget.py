@@ -98,3 +98,15 @@ def test_an_idle_destination_does_not_raise_what_it_does_not_use():
     for t in range(10_000, 600_000, 10_000):
         budget.answered(t)  # answered, but it sends one record a minute at most
     assert budget.allowed(budget.records) == found
+
+
+def test_calls_refused_with_a_429_are_not_what_the_board_took():
+    budget = RateBudget(None, None)
+    admitted = [budget.spend(0, 100) for _ in range(6)]  # 600 taken
+    refused = [budget.spend(1, 100) for _ in range(20)]  # 20 calls in flight when the window filled
+    for call in refused:
+        budget.throttled(2, retry_after_s=58, call=call)
+    found = budget.allowed(budget.records)
+    assert found is not None and 400 < found < 430  # 70 % of the 600 taken, not of 2,600 asked for
+    assert admitted  # the admitted calls still count toward the window
+    assert budget.admits(60_000) == 0 and budget.admits(61_002) > 0
