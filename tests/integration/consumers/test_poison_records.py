@@ -28,7 +28,7 @@ def write_garbage(kafka, topic: str, null_value_too: bool) -> int:
 
 
 def letters(kafka, topic: str) -> int:
-    from tests.integration.consumers.test_delivery import dead_letters
+    from tests.integration.consumers.conftest import dead_letters
 
     return len(dead_letters(kafka, topic))
 
