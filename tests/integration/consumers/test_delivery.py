@@ -10,6 +10,7 @@ import httpx
 
 from runtime.replay import replay
 from schemas import codec
+from schemas.topics import Component
 from tests.integration.consumers.conftest import dead_letters
 from tests.processes import ApiProcess, wait_until
 
@@ -127,7 +128,7 @@ def test_a_rejected_version_is_dead_lettered_and_the_rest_flows(api, sandbox, st
     replace(api, posting_id, "Rejected Role, v1")
     replace(api, other, "Fine Role, v1")
 
-    letters = wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "a dead letter")
+    letters = wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "a dead letter")
     (letter,) = letters
     assert codec.posting_updates().decode(letter["value"]).version == 1
     assert letter["key"] == posting_id.encode()
@@ -324,7 +325,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     start_consumer("linkedin")
     posting_id = create(api, "Undeliverable")
     wait_until(lambda: delivered_version(api, posting_id, "linkedin") == 0, 30, "version 0")
-    dlq = topics.dlq("linkedin")
+    dlq = topics.dlq(Component("linkedin"))
     admin = AdminClient(kafka.client_config())
     admin.delete_topics([dlq])[dlq].result(30)
     wait_until(lambda: dlq not in admin.list_topics(timeout=10).topics, 30, "the dead-letter topic to go")

@@ -6,6 +6,7 @@ import re
 import httpx
 from confluent_kafka import Producer
 
+from schemas.topics import Component
 from tests.integration.consumers.test_delivery import applied, create, replace
 from tests.processes import Process, kafka_env, wait_until
 
@@ -67,8 +68,12 @@ def test_garbage_on_every_topic_stops_nothing(
                 wanted = [0, 1] if n < 3 else [0]
                 wait_until(lambda: applied(sandbox, board, posting_id) == wanted, 60, f"{board} delivery")
         for group in ("linkedin", "indeed", "search-indexer"):
-            wait_until(lambda: letters(kafka, topics.dlq(group)) == on_postings, 60, f"{group} dead letters")
-        assert letters(kafka, topics.dlq("sequencer")) == on_commands
+            wait_until(
+                lambda: letters(kafka, topics.dlq(Component(group))) == on_postings,
+                60,
+                f"{group} dead letters",
+            )
+        assert letters(kafka, topics.dlq(Component("sequencer"))) == on_commands
 
         def indexed() -> bool:
             response = httpx.get(f"{elasticsearch_url}/{alias}/_count")

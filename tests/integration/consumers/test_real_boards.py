@@ -5,6 +5,7 @@ would); the consumers are real `jobpost consumer` processes; the boards are the 
 
 import time
 
+from schemas.topics import Component
 from tests.integration.consumers.conftest import dead_letters, delivery_events, metric, state_history
 from tests.processes import free_port, wait_until
 
@@ -22,7 +23,7 @@ def every_version_applied(sandbox, board: str, wanted: dict[str, list[int]], tim
 
 def no_letters(kafka, topics) -> None:
     for board in BOARDS:
-        assert dead_letters(kafka, topics.dlq(board)) == [], board
+        assert dead_letters(kafka, topics.dlq(Component(board))) == [], board
 
 
 def test_tokens_expiring_every_5_s_cost_no_posting_anything(sandbox, start_consumer, versions, kafka, topics):
@@ -80,7 +81,9 @@ def test_one_element_of_a_batch_refused_only_that_version_is_dead_lettered(
     versions.write(postings)
     start_consumer("linkedin")  # after the writes: they wait for it together, one batch
     every_version_applied(sandbox, "linkedin", {p: [0] for p in postings if p != postings[3]}, 60)
-    (letter,) = wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "the dead letter")
+    (letter,) = wait_until(
+        lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "the dead letter"
+    )
     assert letter["key"] == postings[3].encode()
     assert "400" in letter["headers"]["jobpost.error"]
     assert sandbox.stats("linkedin")["max_records_per_call"] == 10  # all ten in one call

@@ -9,6 +9,7 @@ import sys
 
 import httpx
 
+from schemas.topics import Component
 from tests.integration.consumers.conftest import TOKEN, dead_letters, delivery_events, state_history
 from tests.processes import ApiProcess, wait_until
 
@@ -34,7 +35,7 @@ def test_a_redrive_during_newer_deliveries_never_goes_backwards(
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
     sandbox.faults("linkedin", "reject", posting_ids=[posting])
     versions.write([posting])
-    wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "version 1 dead-lettered")
+    wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
     sandbox.faults("linkedin", "none")
     sandbox.limits("linkedin", task_delay_s=4)  # v2, then v3, each in a task that takes 4 s
     versions.write([posting])
@@ -69,7 +70,7 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
     sandbox.faults("linkedin", "reject", posting_ids=[posting])
     http.put(f"/postings/{posting}", json={"title": "v1", "description": "d"})
-    wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "version 1 dead-lettered")
+    wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
     sandbox.faults("linkedin", "none")
     http.put(f"/postings/{posting}", json={"title": "v2", "description": "d"})
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 2], 30, "version 2")

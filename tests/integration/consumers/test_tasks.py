@@ -6,6 +6,7 @@ straight to jobpost.postings; the consumer is a real process; the board is the s
 import itertools
 
 from schemas import codec
+from schemas.topics import Component
 from tests.integration.consumers.conftest import dead_letters, state_history
 from tests.processes import wait_until
 
@@ -34,7 +35,7 @@ def test_tasks_that_take_2_s_and_fail_one_time_in_ten(sandbox, start_consumer, v
         (p, s["version"]): s["error"] for p in postings for s in log_of(sandbox, p) if s["state"] == "FAILED"
     }
     letters = wait_until(
-        lambda: len(found := dead_letters(kafka, topics.dlq("linkedin"))) >= len(failed) and found,
+        lambda: len(found := dead_letters(kafka, topics.dlq(Component("linkedin")))) >= len(failed) and found,
         60,
         "letters",
     )
