@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from consumers.destination.budget import RateBudget
+from consumers.destination.circuit import CircuitState
+
 CIRCUIT_STATE = Gauge(
     "jobpost_destination_circuit_state",
     "The destination's circuit: 0 closed, 1 open, 2 probing",
@@ -34,3 +37,11 @@ CALLS = Counter(
     "Board calls by what came of them (answered, throttled, board_down, failed, token_refused)",
     ["destination", "kind", "outcome"],
 )
+
+
+def publish(destination: str, circuit: CircuitState, budget: RateBudget) -> None:
+    """The circuit's state and the rates this member may send at, now."""
+    CIRCUIT_STATE.labels(destination).set(CircuitState(circuit).value)
+    for kind, rate in (("records", budget.records), ("requests", budget.requests)):
+        allowed = budget.allowed(rate)
+        RATE.labels(destination, kind).set(float("inf") if allowed is None else allowed)

@@ -30,7 +30,6 @@ from consumers.boards.base import (
     ElementOutcome,
     TaskOutcome,
     Throttled,
-    TokenRefused,
     TokenSource,
     Unsure,
 )
@@ -38,9 +37,10 @@ from consumers.clock import Clock, SystemClock
 from consumers.destination import metrics
 from consumers.destination.batcher import Batcher
 from consumers.destination.budget import RateBudget
-from consumers.destination.circuit import Circuit, CircuitState
+from consumers.destination.circuit import Circuit
 from consumers.destination.confirming import TaskPoller
 from consumers.destination.ticket import Ticket
+from consumers.destination.tokens import with_token
 from schemas.model import PostingUpdate
 
 log = logging.getLogger(__name__)
@@ -125,19 +125,8 @@ class SharedDestination:
         self.wake.set()
 
     async def call(self, make: Callable[[str], Awaitable[R]]) -> R:
-        """One board call with the process's token: a 401 expires it, one more try with a
-        fresh one, and a 401 to that is the board refusing our credentials (`BoardDown`)."""
-        token = await self.tokens.token()
-        try:
-            return await make(token)
-        except TokenRefused as exc:
-            log.warning("%s refused the access token; fetching a new one: %s", self.name, exc)
-            self.tokens.expire(token)
-        token = await self.tokens.token()
-        try:
-            return await make(token)
-        except TokenRefused as exc:
-            raise BoardDown(f"{self.name} refused a fresh access token: {exc}") from exc
+        """One board call with the process's token (`consumers.destination.tokens`)."""
+        return await with_token(self.tokens, self.name, make)
 
     def may_call(self, now: int) -> tuple[bool, int | None]:
         """Whether a call may start now as far as the circuit is concerned (taking the one
@@ -271,6 +260,8 @@ class SharedDestination:
     def _requeue(self, tickets: list[Ticket], queued_at: list[int]) -> None:
         waiting = [(t, at) for t, at in zip(tickets, queued_at, strict=True) if not t.outcome.done()]
         self.batcher.push_front([t for t, _ in waiting], [at for _, at in waiting])
+        for ticket, _ in waiting:
+            ticket.notice.set()  # back in the queue: its lane may take it back (a newer version came)
         if not self.circuit.closed:
             self._pause_queued(self._why_paused())
 
@@ -295,7 +286,4 @@ class SharedDestination:
         metrics.CALLS.labels(self.name, "send", outcome).inc()
 
     def _publish(self) -> None:
-        metrics.CIRCUIT_STATE.labels(self.name).set(CircuitState(self.circuit.state).value)
-        for kind, rate in (("records", self.budget.records), ("requests", self.budget.requests)):
-            allowed = self.budget.allowed(rate)
-            metrics.RATE.labels(self.name, kind).set(float("inf") if allowed is None else allowed)
+        metrics.publish(self.name, self.circuit.state, self.budget)
