@@ -28,7 +28,7 @@ with the same 32 connections (measured; see bench/README.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from consumers.boards.base import (
     TokenRefused,
     Unsure,
 )
+from schemas.model import PostingUpdate
 
 # Failures before any answer began: the board was not reached, or it hung up first.
 _UNREACHED = (
@@ -156,3 +157,35 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None  # an HTTP date: the destination's own backoff
+
+
+Element = dict[str, Any]  # one job, as the board's API takes it
+
+
+def prepare(
+    updates: Sequence[PostingUpdate], build: Callable[[PostingUpdate], Element | Rejected]
+) -> tuple[list[ElementOutcome | None], list[tuple[int, Element]]]:
+    """The outcomes known before any call (an update the adapter refuses, never sent) and
+    the elements to send, each with its update's index."""
+    outcomes: list[ElementOutcome | None] = [None] * len(updates)
+    elements: list[tuple[int, Element]] = []
+    for index, update in enumerate(updates):
+        built = build(update)
+        if isinstance(built, Rejected):
+            outcomes[index] = built
+        else:
+            elements.append((index, built))
+    return outcomes, elements
+
+
+def settled(outcomes: list[ElementOutcome | None]) -> list[ElementOutcome]:
+    """Every update's outcome, in order, once each one has its own."""
+    assert all(o is not None for o in outcomes), outcomes
+    return [o for o in outcomes if o is not None]
+
+
+def idempotency_keys(updates: Sequence[PostingUpdate]) -> str:
+    """`Idempotency-Key` for a call: one key per element, in element order. Neither board
+    defines per-element idempotency (the real ones ignore the header); the sandbox applies
+    each version once by it."""
+    return ", ".join(update.idempotency_key for update in updates)

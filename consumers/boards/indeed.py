@@ -37,7 +37,17 @@ from typing import Any, ClassVar
 import aiohttp
 from pydantic import Field
 
-from consumers.boards import Answer, call, excerpt, refused, whole_call
+from consumers.boards import (
+    Answer,
+    Element,
+    call,
+    excerpt,
+    idempotency_keys,
+    prepare,
+    refused,
+    settled,
+    whole_call,
+)
 from consumers.boards.base import (
     BoardDown,
     CallFailed,
@@ -94,16 +104,9 @@ class IndeedAdapter:
         self.employers = employers or EmployerRegistry.load(settings.employers_file)
 
     async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
-        outcomes: list[ElementOutcome | None] = [None] * len(updates)
-        jobs: list[tuple[int, dict[str, Any]]] = []
-        for index, update in enumerate(updates):
-            job = self._job(update)
-            if isinstance(job, Rejected):
-                outcomes[index] = job  # never sent
-            else:
-                jobs.append((index, job))
+        outcomes, jobs = prepare(updates, self._job)
         if not jobs:
-            return [o for o in outcomes if o is not None]
+            return settled(outcomes)
         sent = [updates[i] for i, _ in jobs]
         answer = await self._mutate(UPSERT, {"jobPostings": [job for _, job in jobs]}, sent, token)
         expiring: list[tuple[int, str]] = []
@@ -118,7 +121,7 @@ class IndeedAdapter:
             expired = await self._expire(expiring, updates, token)
             for (index, _), outcome in zip(expiring, expired, strict=True):
                 outcomes[index] = outcome
-        return [o for o in outcomes if o is not None]
+        return settled(outcomes)
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
         return {}  # Indeed answers synchronously: nothing is ever submitted
@@ -145,13 +148,13 @@ class IndeedAdapter:
             self.client, self.destination, "POST", f"{self.settings.base_url}/graphql",
             headers={
                 "Authorization": f"Bearer {token}",
-                "Idempotency-Key": ", ".join(u.idempotency_key for u in updates),
+                "Idempotency-Key": idempotency_keys(updates),
             },
             timeout_s=self.settings.timeout_s,
             json_body={"query": query, "variables": {"input": given}},
         )  # fmt: skip
 
-    def _job(self, update: PostingUpdate) -> dict[str, Any] | Rejected:
+    def _job(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)
         if employer is None or employer.indeed is None:
             return Rejected(

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import aiohttp
 from pydantic import Field
 
-from consumers.boards import Answer, call, excerpt, whole_call
+from consumers.boards import Answer, Element, call, excerpt, idempotency_keys, prepare, settled, whole_call
 from consumers.boards.base import (
     CallFailed,
     Delivered,
@@ -84,14 +84,7 @@ class LinkedInAdapter:
         self.employers = employers or EmployerRegistry.load(settings.employers_file)
 
     async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
-        outcomes: list[ElementOutcome | None] = [None] * len(updates)
-        sent: list[tuple[int, dict[str, Any]]] = []
-        for index, update in enumerate(updates):
-            element = self._element(update)
-            if isinstance(element, Rejected):
-                outcomes[index] = element  # never sent
-            else:
-                sent.append((index, element))
+        outcomes, sent = prepare(updates, self._element)
         if sent:
             answer = await call(
                 self.client, self.destination, "POST", f"{self.settings.base_url}/rest/simpleJobPostings",
@@ -99,16 +92,15 @@ class LinkedInAdapter:
                     **self._headers(token),
                     "X-Restli-Protocol-Version": "2.0.0",
                     "x-restli-method": "batch_create",
-                    "Idempotency-Key": ", ".join(updates[i].idempotency_key for i, _ in sent),
+                    "Idempotency-Key": idempotency_keys([updates[i] for i, _ in sent]),
                 },
                 timeout_s=self.settings.timeout_s,
                 json_body={"elements": [element for _, element in sent]},
             )  # fmt: skip
-            for (index, _), outcome in zip(
-                sent, _element_outcomes(answer, [updates[i] for i, _ in sent]), strict=True
-            ):
+            answered = _element_outcomes(answer, [updates[i] for i, _ in sent])
+            for (index, _), outcome in zip(sent, answered, strict=True):
                 outcomes[index] = outcome
-        return [outcome for outcome in outcomes if outcome is not None]
+        return settled(outcomes)
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
         found: dict[str, TaskOutcome] = {}
@@ -125,7 +117,7 @@ class LinkedInAdapter:
     def _headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", "LinkedIn-Version": self.settings.version}
 
-    def _element(self, update: PostingUpdate) -> dict[str, Any] | Rejected:
+    def _element(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)
         if employer is None or employer.linkedin is None:
             return Rejected(

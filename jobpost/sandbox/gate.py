@@ -45,6 +45,8 @@ class Gate:
         """A refusal of the whole call (429, or a fault), else the fault left to apply around
         the content: `none` or `lose_response`. The budget counts the call before any fault,
         as the call did reach the board."""
+        for posting_id in posting_ids:  # the board saw them, whatever it answers
+            self.board.posting(posting_id).requests += 1
         faults = self.board.faults
         if faults.latency_ms:
             await asyncio.sleep(faults.latency_ms / 1000)

@@ -123,7 +123,6 @@ class IndeedBoard(BoardState):
         self, mutation: str, item: Any, posting_id: str, version: int, repeated: bool, now_ms: int
     ) -> tuple[dict[str, Any], tuple[str, str] | None]:
         posting = self.posting(posting_id)
-        posting.requests += 1
         empty = {"jobPosting": None} if mutation == UPSERT else {"trackingKey": None}
         if repeated:
             return empty, ("BAD_USER_INPUT", "The request contains duplicate job entries")

@@ -127,7 +127,6 @@ class LinkedInBoard(BoardState):
         self, element: Any, posting_id: str, version: int, repeated: bool, now: float, now_ms: int
     ) -> dict[str, Any]:
         posting = self.posting(posting_id)
-        posting.requests += 1
         if repeated:
             return refused(
                 422, "ERROR :: /externalJobPostingId :: more than one update of this job in one call"

@@ -226,9 +226,11 @@ def test_beyond_the_budget_a_429_says_when_the_window_admits_the_call():
         early = await s.linkedin([job("p3"), job("p4")], ["p3:0", "p4:0"], token)
         s.t = 60.0
         on_time = await s.linkedin([job("p3"), job("p4")], ["p3:0", "p4:0"], token)
-        return first, throttled, early, on_time, await s.get("/_sandbox/linkedin/stats")
+        seen = await s.get("/_sandbox/linkedin/postings/p3")
+        return first, throttled, early, on_time, await s.get("/_sandbox/linkedin/stats"), seen
 
-    first, throttled, early, on_time, stats = scenario(body)
+    first, throttled, early, on_time, stats, seen = scenario(body)
+    assert (seen["requests"], seen["versions"]) == (3, [0])  # refused calls were seen, applied nothing
     assert first.status_code == 200
     assert throttled.status_code == 429 and throttled.headers["Retry-After"] == "50"
     assert early.status_code == 429 and early.headers["Retry-After"] == "1"
