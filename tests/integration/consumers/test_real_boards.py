@@ -85,7 +85,8 @@ def test_one_element_of_a_batch_refused_only_that_version_is_dead_lettered(
     postings = [f"batch{n}" for n in range(10)]
     sandbox.faults("linkedin", "reject", posting_ids=[postings[3]])
     versions.write(postings)
-    start_consumer("linkedin")  # after the writes: they wait for it together, one batch
+    # After the writes, and a batch that waits long enough for every partition's restore: one call.
+    start_consumer("linkedin", JOBPOST_CONSUMER_BATCH_WAIT_MS="3000")
     every_version_applied(sandbox, "linkedin", {p: [0] for p in postings if p != postings[3]}, 60)
     (letter,) = wait_until(
         lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "the dead letter"
