@@ -1,20 +1,29 @@
 """`python -m bench [write] [delivery] [search] [codec]`: run benchmarks, print numbers. All but
 `codec` use the local servers. `python -m bench scale [--postings N]` (not in the default
 list: it takes long) measures restarts, takeovers, memory and disk with N postings;
-`python -m bench profile` samples every thread of the API under the write load (py-spy)."""
+`python -m bench profile` samples every thread of the API under the write load (py-spy);
+`python -m bench boards` (about 6 minutes) the boards' rate budgets used, records per call
+and write-to-board latency."""
 
 import argparse
 
-from bench import codec, delivery, profile, scale, search, write_path
+from bench import boards, codec, delivery, profile, scale, search, write_path
 
 BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main, "codec": codec.main}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale or profile")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale, profile or boards"
+    )
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
     args = parser.parse_args()
-    runs = {**BENCHMARKS, "scale": lambda: scale.main(args.postings), "profile": profile.main}
+    runs = {
+        **BENCHMARKS,
+        "scale": lambda: scale.main(args.postings),
+        "profile": profile.main,
+        "boards": boards.main,
+    }
     for name in args.names or list(BENCHMARKS):
         if name not in runs:
             parser.error(f"unknown benchmark {name!r}")

@@ -22,12 +22,19 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from pydantic import SecretStr
 
+from consumers.boards.base import Delivered, ElementOutcome, TaskOutcome
+from consumers.boards.tokens import StaticToken
 from consumers.config import ConsumerSettings
+from consumers.destination.budget import RateBudget
+from consumers.destination.circuit import Circuit
+from consumers.destination.shared import SharedDestination
 from consumers.runner import DeliveryRunner
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
@@ -84,18 +91,25 @@ def write_postings(kafka: KafkaSettings, producer: Producer, posting_ids: list[s
 
 
 class FirstCall:
+    """A board (`consumers.boards.base.BoardAdapter`) that notes when it first sees a posting."""
+
+    destination = Destination.LINKEDIN
+    max_batch = 100
+    confirms = False
+
     def __init__(self, awaited: str) -> None:
         self.awaited = awaited
         self.at: float | None = None
         self.calls = 0
 
-    async def upsert(self, update: PostingUpdate) -> None:
-        self.calls += 1
-        if update.posting_id == self.awaited and self.at is None:
+    async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
+        self.calls += len(updates)
+        if any(u.posting_id == self.awaited for u in updates) and self.at is None:
             self.at = time.monotonic()
+        return [Delivered() for _ in updates]
 
-    async def close(self, update: PostingUpdate) -> None:
-        await self.upsert(update)
+    async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
+        return {}
 
 
 def rss_mib(field: str) -> float:
@@ -118,7 +132,10 @@ def restart(bootstrap: str, prefix: str, state_dir: str, new_posting: str) -> No
     board = FirstCall(new_posting)
 
     async def main() -> float:
-        runner = DeliveryRunner(settings, board)
+        destination = SharedDestination(
+            board, StaticToken(SecretStr("bench")), RateBudget(None, None), Circuit()
+        )
+        runner = DeliveryRunner(settings, destination)
         started = time.monotonic()
         task = asyncio.create_task(runner.run())
         while board.at is None:

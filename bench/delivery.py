@@ -17,8 +17,10 @@ from confluent_kafka import Consumer, Producer
 
 from bench.common import local_kafka, percentiles
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.boards.tokens import token_source
 from consumers.config import ConsumerSettings
-from consumers.lanes import DELIVERIES
+from consumers.delivery import DELIVERIES
+from consumers.main import client_session, destination_for
 from consumers.runner import DeliveryRunner
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
@@ -54,13 +56,13 @@ def delivered() -> float:
 
 async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
     settings = ConsumerSettings(
-        kafka=kafka, destination=Destination.LINKEDIN, group_id=f"{kafka.topic_prefix}-runner"
+        kafka=kafka,
+        destination=Destination.LINKEDIN,
+        group_id=f"{kafka.topic_prefix}-runner",
+        linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"),
     )
-    connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
-    async with aiohttp.ClientSession(connector=connector) as client:
-        runner = DeliveryRunner(
-            settings, LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
-        )
+    async with client_session(settings) as client:
+        runner = DeliveryRunner(settings, destination_for(settings, client))
         task = asyncio.create_task(runner.run())
         before = delivered()
         while delivered() - before < 1:
@@ -78,15 +80,17 @@ async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
     """poll one record, call the board, commit; repeat."""
     consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
     consumer.subscribe([f"{kafka.topic_prefix}.postings"])
+    settings = ConsumerSettings(kafka=kafka, linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"))
     async with aiohttp.ClientSession() as client:
-        board = LinkedInAdapter(client, LinkedInSettings(base_url=f"{sandbox}/linkedin"))
+        board = LinkedInAdapter(client, settings.linkedin)
+        tokens = token_source(client, settings.destination, settings.linkedin)
         done, started = 0, None
         while done < sample:
             message = consumer.poll(1.0)
             if message is None or message.error() or message.value() is None:
                 continue
             started = started or time.perf_counter()
-            await board.upsert(codec.posting_updates().decode(message.value() or b""))
+            await board.send([codec.posting_updates().decode(message.value() or b"")], await tokens.token())
             consumer.commit(message, asynchronous=False)
             done += 1
     consumer.close()

@@ -7,6 +7,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
+from consumers.destination.circuit import CircuitSettings
 from consumers.retry import RetrySettings
 from runtime.kafka import KafkaSettings
 from runtime.stores import StateSettings
@@ -24,7 +25,30 @@ class ConsumerSettings(BaseSettings):
     state: StateSettings = Field(default_factory=StateSettings)
     destination: Destination = Field(default=Destination.LINKEDIN, description="linkedin or indeed")
     group_id: str | None = Field(default=None, description="default: <topic prefix>-<destination>")
-    max_in_flight: int = Field(default=32, ge=1, description="board calls in flight at once")
+    max_in_flight: int = Field(
+        default=32, ge=1, description="board calls in flight at once (a call carries a batch)"
+    )
+    records_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description="the board's records budget for the whole group (none: found by trying)",
+    )
+    requests_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description="the board's requests budget for the whole group (none: found by trying)",
+    )
+    batch_wait_ms: float = Field(default=5.0, ge=0, description="how long a call waits to fill its batch")
+    task_poll_interval_s: float = Field(
+        default=2.0, gt=0, description="how often a board task is asked about"
+    )
+    task_timeout_s: float = Field(
+        default=900.0, gt=0, description="a task still in progress after this is retried like a failed call"
+    )
+    conflate: bool = Field(
+        default=False, description="send only the newest of several undelivered versions of a posting"
+    )
+    circuit: CircuitSettings = Field(default_factory=CircuitSettings)
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon a dead member's postings move"

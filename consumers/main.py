@@ -1,4 +1,4 @@
-"""Entry points: `jobpost consumer <linkedin|indeed>` and `jobpost dlq list|redrive`."""
+"""Entry point: `jobpost consumer <linkedin|indeed>`, and what it is built from."""
 
 from __future__ import annotations
 
@@ -6,76 +6,64 @@ import asyncio
 import signal
 
 import aiohttp
-from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import start_http_server
 
+from consumers.boards.indeed import IndeedAdapter
+from consumers.boards.linkedin import LinkedInAdapter
+from consumers.boards.settings import UnsafeBoardSettings
+from consumers.boards.tokens import token_source
+from consumers.clock import Clock
 from consumers.config import ConsumerSettings
-from consumers.redrive import dead_letters, delivered_versions, make_board, redrive_one
+from consumers.destination.budget import RateBudget
+from consumers.destination.circuit import Circuit
+from consumers.destination.shared import SharedDestination
 from consumers.runner import DeliveryRunner
-from runtime.kafka import coordinates, is_record
-from runtime.outbox import deliver_all
 from schemas.model import Destination
-from schemas.topics import Topics
+
+
+def destination_for(
+    settings: ConsumerSettings, client: aiohttp.ClientSession, clock: Clock | None = None
+) -> SharedDestination:
+    """The board's destination: its adapter, its one token source, its budget and circuit.
+    Refuses (UnsafeBoardSettings) a real board with the sandbox's credentials or none."""
+    board = settings.linkedin if settings.destination == Destination.LINKEDIN else settings.indeed
+    board.check_credentials()
+    tokens = token_source(client, settings.destination, board)
+    if settings.destination == Destination.LINKEDIN:
+        adapter: LinkedInAdapter | IndeedAdapter = LinkedInAdapter(client, settings.linkedin)
+    else:
+        adapter = IndeedAdapter(client, settings.indeed)
+    return SharedDestination(
+        adapter, tokens, RateBudget(settings.records_per_minute, settings.requests_per_minute),
+        Circuit(settings.circuit), max_in_flight=settings.max_in_flight, batch_wait_ms=settings.batch_wait_ms,
+        task_poll_interval_s=settings.task_poll_interval_s, task_timeout_s=settings.task_timeout_s,
+        clock=clock,
+    )  # fmt: skip
+
+
+def client_session(settings: ConsumerSettings) -> aiohttp.ClientSession:
+    """One HTTP client for the board: a connection per call in flight, and a few for the
+    token endpoint and the task polls."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=settings.max_in_flight + 4))
 
 
 def run_consumer(destination: str) -> None:
     settings = ConsumerSettings(destination=Destination(destination))
+    try:
+        (
+            settings.linkedin if settings.destination == Destination.LINKEDIN else settings.indeed
+        ).check_credentials()
+    except UnsafeBoardSettings as exc:
+        raise SystemExit(f"error: the {destination} consumer does not start: {exc}") from exc
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.metrics_host)
 
     async def main() -> None:
-        connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
-        async with aiohttp.ClientSession(connector=connector) as client:
-            runner = DeliveryRunner(settings, make_board(settings, client))
+        async with client_session(settings) as client:
+            runner = DeliveryRunner(settings, destination_for(settings, client))
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, runner.stop)
             await runner.run()
-
-    asyncio.run(main())
-
-
-def list_dead_letters(destination: str) -> None:
-    for letter in dead_letters(ConsumerSettings(destination=Destination(destination))):
-        update, error = letter.update, letter.error
-        if update is None:
-            print(f"undecodable letter at partition {letter.partition} offset {letter.offset}: {error}")
-            continue
-        print(f"{update.posting_id} version {update.version} ({update.op}): "
-              f"{letter.attempts} attempts, {error}")  # fmt: skip
-
-
-def redrive(destination: str) -> None:
-    """Attempt every dead letter once more, skipping versions a newer delivery superseded.
-    A letter that fails again is dead-lettered again (so a later redrive sees it); the
-    group `<prefix>-<destination>-redrive` commits past a letter only once what it led to
-    (its delivery state, or its new dead letter) is acknowledged by Kafka."""
-    settings = ConsumerSettings(destination=Destination(destination))
-    topics = Topics(settings.kafka.topic_prefix)
-    delivered = delivered_versions(settings.kafka, settings.destination)
-
-    async def main() -> None:
-        consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
-        consumer.subscribe([topics.dlq(settings.component)])
-        producer = Producer(settings.kafka.producer_config())
-        async with aiohttp.ClientSession() as client:
-            board = make_board(settings, client)
-            idle = 0
-            while idle < 20:
-                message = consumer.poll(0.25)
-                if message is None or not is_record(message):
-                    idle += 1
-                    continue
-                idle = 0
-                redriven = await redrive_one(board, message, lambda p: delivered.get(p, -1), settings)
-                if redriven.outcome == "delivered" and redriven.update is not None:
-                    delivered[redriven.update.posting_id] = redriven.update.version
-                if not deliver_all(producer, redriven.outgoing, lambda: False):
-                    raise RuntimeError("redrive: Kafka did not acknowledge its writes")
-                topic, partition, offset = coordinates(message)
-                past = TopicPartition(topic, partition, offset + 1)
-                consumer.commit(offsets=[past], asynchronous=False)
-                print(redriven.report)
-        consumer.close()
 
     asyncio.run(main())

@@ -12,14 +12,18 @@ class OffsetTracker:
     def __init__(self) -> None:
         self._pending: list[int] = []  # min-heap of offsets not finished
         self._finished: set[int] = set()
+        self._timestamps: dict[int, int] = {}  # offset -> when Kafka took it (ms), while unfinished
         self._next = -1  # offset after the highest added
 
-    def add(self, offset: int) -> None:
+    def add(self, offset: int, timestamp_ms: int | None = None) -> None:
         heapq.heappush(self._pending, offset)
         self._next = max(self._next, offset + 1)
+        if timestamp_ms is not None and timestamp_ms > 0:
+            self._timestamps[offset] = timestamp_ms
 
     def finish(self, offset: int) -> None:
         self._finished.add(offset)
+        self._timestamps.pop(offset, None)
         while self._pending and self._pending[0] in self._finished:
             self._finished.discard(heapq.heappop(self._pending))
 
@@ -28,6 +32,10 @@ class OffsetTracker:
         if self._next < 0:
             return None
         return self._pending[0] if self._pending else self._next
+
+    def oldest_timestamp(self) -> int | None:
+        """When Kafka took the oldest record not finished (ms); None when all are."""
+        return min(self._timestamps.values()) if self._timestamps else None
 
     def __len__(self) -> int:
         return len(self._pending)

@@ -1,216 +1,291 @@
 """The Kafka side of delivery, shared by every destination: records in, offsets out.
 
-It feeds `jobpost.postings` to a `LaneScheduler` and commits an offset only when every
-record at or below it is finished: delivered, skipped, or dead-lettered, and whatever it
-depends on (its DeliveryState, its dead letter) acknowledged by Kafka. A record it cannot
-read is dead-lettered as it is. Partitions pause when too much is buffered. Retry progress
-lives in `jobpost.deliveries` and, as a cache of it, in a local store per partition
-(`consumers.states`) brought up to date on assignment, so a restarted or rebalanced
-consumer resumes the same attempt count and deadline, reading only what changed since.
+It feeds `jobpost.postings` and the board's redrive requests (`jobpost.<board>.redrive`,
+co-partitioned) to a `LaneScheduler`, and commits an offset only when every record at or
+below it is finished: delivered, skipped, or dead-lettered, and whatever it depends on (its
+DeliveryState, its dead letter) acknowledged by Kafka. A record it cannot read is
+dead-lettered as it is (a request nobody can read is counted and passed over). Kafka is
+polled on a thread of its own (`consumers.polling`), the producer's delivery reports are
+served on another, so the event loop only runs lanes, timers and board calls. Retry
+progress lives in `jobpost.deliveries` and, as a cache of it, in a local store per
+partition (`consumers.states`), restored on a worker thread when a partition is assigned,
+before its records are read, so a restarted or rebalanced consumer resumes the same
+attempt count and deadline, reading only what changed since.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Message, Producer, TopicPartition
+from prometheus_client import Gauge
 
+from consumers.clock import Clock
 from consumers.config import ConsumerSettings
-from consumers.lanes import Board, Clock, Item, LaneScheduler
+from consumers.destination.shared import SharedDestination
+from consumers.items import Item
+from consumers.lanes import LaneScheduler
 from consumers.offsets import OffsetTracker
+from consumers.outcomes import KafkaOutcomes
+from consumers.polling import KafkaPolling
+from consumers.redrive import request_item
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from runtime import records
-from runtime.dead_letters import dead_letter
-from runtime.deliveries import event_record, publish, state_record
-from runtime.kafka import coordinates, is_record, record_lag
-from runtime.outbox import deliver
+from runtime.kafka import coordinates
 from runtime.stores import Stores
-from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState
-from schemas.topics import Component, Topics
+from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
 
-
-class KafkaOutcomes:
-    """Delivery states to `jobpost.deliveries` and then the local store, dead letters to
-    `jobpost.<group>.dlq`; each call returns once Kafka acknowledged the record. Events to
-    `jobpost.delivery-events`, without waiting."""
-
-    def __init__(self, producer: Producer, topics: Topics, group: Component, states: StoredStates) -> None:
-        self.producer = producer
-        self.topics = topics
-        self.group = group
-        self.states = states
-
-    async def record(self, item: Item, state: DeliveryState) -> None:
-        outgoing = state_record(self.topics.deliveries, item.partition, state)
-        offset = await deliver(self.producer, outgoing)
-        assert outgoing.value is not None
-        self.states.record(item.partition, item.posting_id, outgoing.value, offset)  # no await between
-
-    def event(self, item: Item, event: DeliveryEvent) -> None:
-        publish(self.producer, event_record(self.topics.delivery_events, item.partition, event))
-
-    async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
-        await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version)
-
-    async def dead_letter_message(
-        self,
-        message: Message,
-        error: str,
-        attempts: int = 1,
-        first_ms: int | None = None,
-        version: int | None = None,
-    ) -> None:
-        posting_id = (message.key() or b"").decode(errors="replace")
-        letter = dead_letter(
-            self.topics, self.group, message, error,
-            attempts=attempts, first_attempt_ms=first_ms, version=version, posting_id=posting_id,
-        )  # fmt: skip
-        await deliver(self.producer, letter)
+OLDEST_UNCONSUMED = Gauge(
+    "jobpost_consumer_oldest_unconsumed_age_seconds",
+    "Age of the oldest record this member read and has not finished (0: none)",
+    ["group"],
+)
+OLDEST_LETTER = Gauge(
+    "jobpost_dead_letter_oldest_unresolved_age_seconds",
+    "Age of the oldest dead letter no delivered version resolved yet, on this member's partitions (0: none)",
+    ["destination"],
+)
 
 
 class DeliveryRunner:
     def __init__(
         self,
         settings: ConsumerSettings,
-        board: Board,
+        destination: SharedDestination,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.settings = settings
-        self.destination = settings.destination
+        self.destination = destination
+        self.name = settings.destination
         self.topics = Topics(settings.kafka.topic_prefix)
         self.producer = Producer(settings.kafka.producer_config())
         self.states = StoredStates(
-            Stores(settings.state, settings.kafka, self.destination.value, self.topics.deliveries),
-            self.destination,
+            Stores(settings.state, settings.kafka, self.name.value, self.topics.deliveries),
+            self.name,
             settings.kafka.partitions,
         )
         self.outcomes = KafkaOutcomes(self.producer, self.topics, settings.component, self.states)
         self.scheduler = LaneScheduler(
-            self.destination,
-            board,
-            self.outcomes,
-            self.states,
-            self._finish,
-            policy=policy or RetryPolicy(settings.retry),
-            clock=clock,
-            max_in_flight=settings.max_in_flight,
-        )
-        self.trackers: dict[int, OffsetTracker] = {}
-        self.poison_tasks: set[asyncio.Task[None]] = set()
-        self.paused = False
+            self.name, destination, self.outcomes, self.states, self._finish,
+            policy=policy or RetryPolicy(settings.retry), clock=clock, conflate=settings.conflate,
+        )  # fmt: skip
+        self.trackers: dict[tuple[str, int], OffsetTracker] = {}
+        self.owned: set[int] = set()
+        self.generation: dict[int, int] = {}  # bumped at each assignment and revocation of a partition
+        self.background: set[asyncio.Task[None]] = set()
+        self.restorer = ThreadPoolExecutor(1, thread_name_prefix="restore")  # one store at a time
+        self.polling: KafkaPolling | None = None
         self._stop = asyncio.Event()
-        self.consumer: Consumer | None = None
+        self._held = False
+        OLDEST_LETTER.labels(self.name.value).set_function(self._oldest_letter_age)
 
     def stop(self) -> None:
         self._stop.set()
 
     async def run(self) -> None:
-        kafka = self.settings.kafka
-        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
-        self.consumer.subscribe(
-            [self.topics.postings],
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_revoke,
+        loop = asyncio.get_running_loop()
+        member = self.settings.kafka.member_config(self.settings.group, self.settings.session_timeout_ms)
+        requests = (self.topics.postings, self.topics.redrive(self.name))
+        self.polling = KafkaPolling(
+            self.settings.kafka, member, f"{self.settings.group}-redrive", requests, self.producer, self, loop
         )
-        last_commit = time.monotonic()
+        reports = _ProducerPolling(self.producer)
+        reports.start()
+        self.destination.start()
+        self.polling.start()
         try:
             while not self._stop.is_set():
-                messages = self.consumer.consume(num_messages=500, timeout=0)
-                for message in messages:
-                    self._take(message)
-                # Let the board calls run: sleep a little when idle, just yield when busy.
-                await asyncio.sleep(0 if messages else 0.005)
-                self.producer.poll(0)  # delivery reports: they finish records
+                if self.polling.failure is not None:
+                    raise RuntimeError("Kafka polling failed") from self.polling.failure
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.settings.commit_interval_s)
+                self._commit()
                 self._apply_backpressure()
-                if time.monotonic() - last_commit >= self.settings.commit_interval_s:
-                    self._commit()
-                    last_commit = time.monotonic()
+                self._publish_ages()
         finally:
+            self.polling.stop()
+            await asyncio.to_thread(self.polling.join)  # leaving the group commits what is finished
             self.scheduler.close()
-            for task in self.poison_tasks:
+            for task in list(self.background):
                 task.cancel()
-            self._commit()
-            self.consumer.close()
+            await self.destination.close()
+            reports.stop()
             self.producer.flush(10)
-            self.states.close()
+            await asyncio.to_thread(self.restorer.submit(self.states.close).result)
+            self.restorer.shutdown()
 
-    def _take(self, message: Message) -> None:
-        if not is_record(message):
-            return
-        _, partition, offset = coordinates(message)
-        self.trackers.setdefault(partition, OffsetTracker()).add(offset)
+    # The polling thread's sink (called on the event loop).
+
+    def take(self, postings: list[Message], requests: list[Message]) -> None:
+        for message in postings:
+            self._take_posting(message)
+        for message in requests:
+            self._take_request(message)
+
+    async def assigned(self, partitions: list[int]) -> None:
+        self.owned |= set(partitions)
+        self.destination.set_share(len(self.owned), self.settings.kafka.partitions)
+        for partition in partitions:
+            self.generation[partition] = self.generation.get(partition, 0) + 1
+            self._spawn(self._restore(partition, self.generation[partition]))
+
+    async def revoked(self, partitions: list[int]) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        gone = set(partitions)
+        offsets = self._committable(gone)
+        self.scheduler.drop_partitions(gone)
+        self.states.give_up(gone)
+        self.restorer.submit(self.states.close, gone)  # after any restore of them still running
+        for key in [k for k in self.trackers if k[1] in gone]:
+            del self.trackers[key]
+        for partition in gone:
+            self.generation[partition] = self.generation.get(partition, 0) + 1
+        self.owned -= gone
+        self.destination.set_share(len(self.owned), self.settings.kafka.partitions)
+        return offsets
+
+    async def _restore(self, partition: int, generation: int) -> None:
+        """Restore on the worker thread, then start reading the partition; tried again
+        (every 5 s) while it fails, as long as the partition is still this member's."""
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        while True:
+            try:
+                store, letters = await loop.run_in_executor(self.restorer, self.states.restore, partition)
+                break
+            except Exception:  # Kafka unreachable, a timeout: the partition waits, the others run
+                log.exception("%s partition %d: restore failed, trying again in 5 s", self.name, partition)
+                await asyncio.sleep(5)
+                if self.generation.get(partition) != generation:
+                    return
+        if self.generation.get(partition) != generation:
+            return  # revoked meanwhile: its close is queued behind this restore
+        self.states.opened(partition, store, letters)
+        for topic in (self.topics.postings, self.topics.redrive(self.name)):
+            self.trackers[(topic, partition)] = OffsetTracker()
+        assert self.polling is not None
+        self.polling.restored(partition)
+        log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition,
+                 time.monotonic() - started)  # fmt: skip
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coroutine)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def _take_posting(self, message: Message) -> None:
+        topic, partition, offset = coordinates(message)
+        tracker = self.trackers.get((topic, partition))
+        if tracker is None:
+            return  # a partition given up meanwhile: its next owner reads it again
+        tracker.add(offset, message.timestamp()[1])
         try:
             posting_id, update = records.posting_update(message)
         except records.PoisonRecord as exc:
             records.note_poison(self.settings.component, message, exc.reason)
-            task = asyncio.create_task(self._dead_letter_poison(message, exc.reason))
-            self.poison_tasks.add(task)
-            task.add_done_callback(self.poison_tasks.discard)
+            self._spawn(self._dead_letter_poison(message, exc.reason))
             return
-        self.scheduler.add(Item(posting_id, update, partition, offset, message))
+        self.scheduler.add(
+            Item(posting_id, update, partition, offset, message, timestamp_ms=message.timestamp()[1])
+        )
+
+    def _take_request(self, message: Message) -> None:
+        topic, partition, offset = coordinates(message)
+        tracker = self.trackers.get((topic, partition))
+        if tracker is None:
+            return
+        tracker.add(offset, message.timestamp()[1])
+        try:
+            item = request_item(message)
+        except records.PoisonRecord as exc:
+            records.note_poison(f"{self.name.value}-redrive", message, exc.reason)
+            tracker.finish(offset)  # a request nobody can read asks for nothing
+            return
+        self.scheduler.add(item)
 
     async def _dead_letter_poison(self, message: Message, reason: str) -> None:
         await self.outcomes.dead_letter_message(message, reason)
-        _, partition, offset = coordinates(message)
-        self._finish_offset(partition, offset)
+        topic, partition, offset = coordinates(message)
+        self._finish_offset(topic, partition, offset)
 
     def _finish(self, item: Item) -> None:
-        self._finish_offset(item.partition, item.offset)
+        topic = self.topics.postings if item.request is None else self.topics.redrive(self.name)
+        self._finish_offset(topic, item.partition, item.offset)
 
-    def _finish_offset(self, partition: int, offset: int) -> None:
-        tracker = self.trackers.get(partition)
+    def _finish_offset(self, topic: str, partition: int, offset: int) -> None:
+        tracker = self.trackers.get((topic, partition))
         if tracker is not None:
             tracker.finish(offset)
+
+    def _committable(
+        self, partitions: set[int] | None = None
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        postings: list[TopicPartition] = []
+        requests: list[TopicPartition] = []
+        for (topic, partition), tracker in self.trackers.items():
+            if partitions is not None and partition not in partitions:
+                continue
+            offset = tracker.committable()
+            if offset is not None:
+                (postings if topic == self.topics.postings else requests).append(
+                    TopicPartition(topic, partition, offset)
+                )
+        return postings, requests
 
     def _commit(self) -> None:
         """Commit past every finished prefix. What a finished record depends on was
         acknowledged before it finished, so no flush is needed here."""
-        offsets = [
-            TopicPartition(self.topics.postings, partition, offset)
-            for partition, tracker in self.trackers.items()
-            if (offset := tracker.committable()) is not None
-        ]
-        if not offsets or self.consumer is None:
-            return
-        try:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            log.warning("commit failed (will retry): %s", exc)
-            return
-        record_lag(self.consumer, self.settings.group, offsets)
+        if self.polling is not None:
+            self.polling.commit(*self._committable())
 
     def _apply_backpressure(self) -> None:
-        assert self.consumer is not None
         buffered = sum(len(t) for t in self.trackers.values())
-        if not self.paused and buffered >= self.settings.max_buffered:
-            self.consumer.pause(self.consumer.assignment())
-            self.paused = True
-        elif self.paused and buffered < self.settings.max_buffered // 2:
-            self.consumer.resume(self.consumer.assignment())
-            self.paused = False
+        if not self._held and buffered >= self.settings.max_buffered:
+            self._held = True
+        elif self._held and buffered < self.settings.max_buffered // 2:
+            self._held = False
+        else:
+            return
+        assert self.polling is not None
+        self.polling.hold(self._held)
 
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.states.restore(tp.partition)
-            self.trackers[tp.partition] = OffsetTracker()
-        if self.paused:
-            consumer.pause(partitions)
-        log.info("%s owns partitions %s", self.destination, sorted(self.trackers))
+    def _publish_ages(self) -> None:
+        oldest = [t.oldest_timestamp() for k, t in self.trackers.items() if k[0] == self.topics.postings]
+        known = [t for t in oldest if t is not None]
+        age = max(0.0, time.time() - min(known) / 1000) if known else 0.0
+        OLDEST_UNCONSUMED.labels(self.settings.group).set(age)
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._commit()
-        gone = {tp.partition for tp in partitions}
-        self.scheduler.drop_partitions(gone)
-        # States already produced land before the partitions' next owner restores them.
-        self.producer.flush(10)
-        self.states.close(gone)
-        for partition in gone:
-            self.trackers.pop(partition, None)
+    def _oldest_letter_age(self) -> float:
+        oldest = self.states.oldest_unresolved_letter_at()
+        return 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+
+
+class _ProducerPolling:
+    """Serves the producer's delivery reports on a thread of its own: each resolves a
+    future of the event loop thread-safely (`runtime.outbox.deliver`)."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="delivery-reports", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.producer.poll(0.1)

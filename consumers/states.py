@@ -4,74 +4,113 @@ written since its checkpoint and memory does not grow with the number of posting
 
 A store holds, by posting id, the raw DeliveryState bytes of this destination's records
 (key `{destination}/{posting_id}`; the other destination's records share the partition and
-are ignored). A posting's state is looked up in the store of `partition_for(posting_id)`,
-the partition the sequencer writes its versions to. The store's checkpoint, the next offset
-of the partition still to read, is a claim: every record of this destination below it is
-reflected in the store. Two writers keep it:
+are ignored), and a small index of the postings with dead letters not yet resolved (key
+prefix `UNRESOLVED`, the oldest letter's time), so the age of the oldest unresolved letter
+is known without reading a dead-letter topic. A posting's state is looked up in the store of
+`partition_for(posting_id)`, the partition the sequencer writes its versions to. The
+store's checkpoint, the next offset of the partition still to read, is a claim: every
+record of this destination below it is reflected in the store. Two writers keep it:
 
-- `restore` (on assignment) folds the partition from the checkpoint to its end.
-- `record` (while running), after Kafka acknowledged a state this consumer wrote at
-  offset `o`, writes the state and checkpoint `o + 1` in one batch. The claim holds because
-  this consumer is the only writer of the destination's records on a partition it owns (its
-  group gives a partition to one member) and its producer is idempotent: acknowledgements
-  on one partition arrive in produce order, and each resumes its waiting lane in that order
-  with no `await` between the acknowledgement and the write, so the store is written in
-  offset order. Records of ours refused and produced again land later, past `o`, and are
-  written when acknowledged. Whatever else lies below `o` belongs to the other destination.
-  A lane is cancelled (between an acknowledgement and its write) only with its partition,
-  whose store closes too, so no later write claims past a state it did not keep. A state
-  acknowledged below the checkpoint was already read by `restore`: it is not written again
-  (it could hide a newer one).
+- `restore` (on assignment, on a worker thread: a long restore never stops the lanes)
+  folds the partition from the checkpoint to its end; the store serves `get` only once
+  `opened` hands it to the event loop.
+- `record` (while running, on the event loop), after Kafka acknowledged a state this
+  consumer wrote at offset `o`, writes the state and checkpoint `o + 1` in one batch. The
+  claim holds because this consumer is the only writer of the destination's records on a
+  partition it owns (its group gives a partition to one member; a redrive is a request its
+  lane handles, not a write of someone else) and its producer is idempotent:
+  acknowledgements on one partition arrive in produce order, and each resumes its waiting
+  lane in that order with no `await` between the acknowledgement and the write, so the
+  store is written in offset order. Records of ours refused and produced again land later,
+  past `o`, and are written when acknowledged. Whatever else lies below `o` belongs to the
+  other destination. A lane is cancelled (between an acknowledgement and its write) only
+  with its partition, whose store is given up too, so no later write claims past a state it
+  did not keep. A state acknowledged below the checkpoint was already read by `restore`: it
+  is not written again (it could hide a newer one).
 
-Where the claim can fail: a member that lost its partitions without knowing it (a zombie)
-or `jobpost dlq redrive` writing a state for the destination after the restore. The runner
-flushes its producer before giving a partition up, so an orderly hand-over loses nothing;
-otherwise the store misses that one state until it is next rebuilt. A missed state makes a
-version look undelivered (it is delivered again, and the boards deduplicate by idempotency
-key) or a retry budget start over.
+Where the claim can fail: a member that lost its partitions without knowing it (a zombie).
+The runner flushes its producer before giving a partition up, so an orderly hand-over
+loses nothing; otherwise the store misses that one state until it is next rebuilt. A
+missed state makes a version look undelivered (it is delivered again, and the boards
+deduplicate by idempotency key) or a retry budget start over.
 """
 
 from __future__ import annotations
 
+import struct
+
 from confluent_kafka import Message
 
 from runtime import records
-from runtime.stores import Put, Stores
+from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
 from schemas.model import DeliveryState, Destination
 from schemas.partitioning import partition_for
 
+UNRESOLVED = b"\x00unresolved/"  # no posting id starts with a NUL byte
+_MILLIS = struct.Struct(">q")
+
 
 class StoredStates:
-    """The scheduler's `states` (get by posting id) over the open stores; `record` and
-    `restore` are the only writers."""
+    """The lanes' `states` (get by posting id) over the stores handed to the event loop;
+    `record` and `restore` are the only writers."""
 
     def __init__(self, stores: Stores, destination: Destination, partitions: int) -> None:
         self.stores = stores
         self.destination = destination
         self.partitions = partitions
         self.reader = f"{destination.value}-restore"  # label of the poison records it skips
+        self.ready: dict[int, PartitionStore] = {}  # the event loop's: restored and serving
+        self.letters: dict[int, dict[str, int]] = {}  # posting -> its oldest unresolved letter (ms)
 
     def get(self, posting_id: str, /) -> DeliveryState | None:
         """The posting's state, None when none was recorded or its partition is not ours."""
-        store = self.stores.open.get(partition_for(posting_id, self.partitions))
+        store = self.ready.get(partition_for(posting_id, self.partitions))
         raw = store.get(posting_id.encode()) if store is not None else None
         return None if raw is None else codec.delivery_states().decode(raw)
 
-    def record(self, partition: int, posting_id: str, raw: bytes, offset: int) -> None:
+    def record(self, partition: int, state: DeliveryState, raw: bytes, offset: int) -> None:
         """Keep a state Kafka acknowledged at `offset` of `partition`, and move the
         checkpoint past it (see the module's docstring for why that is sound)."""
-        store = self.stores.open.get(partition)
+        store = self.ready.get(partition)
         if store is None or offset < store.checkpoint:
             return  # the partition is gone (its next owner restores it), or restored past it
-        store.write([(posting_id.encode(), raw)], checkpoint=offset + 1)
+        oldest = _oldest_letter(state)
+        store.write(
+            [(state.posting_id.encode(), raw), _index(state.posting_id, oldest)], checkpoint=offset + 1
+        )
+        letters = self.letters.setdefault(partition, {})
+        if oldest is None:
+            letters.pop(state.posting_id, None)
+        else:
+            letters[state.posting_id] = oldest
 
-    def restore(self, partition: int) -> None:
-        self.stores.restore(partition, self._fold)
+    def restore(self, partition: int) -> tuple[PartitionStore, dict[str, int]]:
+        """Bring the partition's store up to the end of the log (blocking: a worker thread's
+        job) and read its index of unresolved letters. It serves nothing until `opened`."""
+        store = self.stores.restore(partition, self._fold)
+        return store, unresolved_in(store)
+
+    def opened(self, partition: int, store: PartitionStore, letters: dict[str, int]) -> None:
+        """A restored store starts serving (on the event loop)."""
+        self.ready[partition] = store
+        self.letters[partition] = letters
+
+    def give_up(self, partitions: set[int]) -> None:
+        """Stop serving the partitions (on the event loop); `close` them afterwards."""
+        for partition in partitions:
+            self.ready.pop(partition, None)
+            self.letters.pop(partition, None)
 
     def close(self, partitions: set[int] | None = None) -> None:
+        """Close the stores (on the thread that restores them, or once it is idle)."""
         for partition in sorted(partitions if partitions is not None else set(self.stores.open)):
             self.stores.close(partition)
+
+    def oldest_unresolved_letter_at(self) -> int | None:
+        """When the oldest dead letter not yet resolved was written (ms), None when none."""
+        oldest = [min(letters.values()) for letters in list(self.letters.values()) if letters]
+        return min(oldest) if oldest else None
 
     def _fold(self, message: Message) -> list[Put]:
         try:
@@ -81,4 +120,22 @@ class StoredStates:
             return []
         if destination != self.destination:
             return []
-        return [(posting_id.encode(), None if state is None else message.value())]
+        if state is None:
+            return [(posting_id.encode(), None), _index(posting_id, None)]
+        return [(posting_id.encode(), message.value()), _index(posting_id, _oldest_letter(state))]
+
+
+def unresolved_in(store: PartitionStore) -> dict[str, int]:
+    """The store's index: each posting with unresolved letters, and the oldest one's time."""
+    return {
+        key[len(UNRESOLVED) :].decode(): _MILLIS.unpack(value)[0] for key, value in store.items(UNRESOLVED)
+    }
+
+
+def _oldest_letter(state: DeliveryState) -> int | None:
+    times = [letter.dead_lettered_at for letter in state.unresolved_letters]
+    return min(times) if times else None
+
+
+def _index(posting_id: str, oldest: int | None) -> Put:
+    return (UNRESOLVED + posting_id.encode(), None if oldest is None else _MILLIS.pack(oldest))

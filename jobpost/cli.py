@@ -102,9 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_consumer)
 
-    p = commands.add_parser("dlq", help="list or re-attempt a destination's dead letters")
+    p = commands.add_parser(
+        "dlq", help="list a board's dead letters, or ask its consumer to attempt them again (redrive)"
+    )
     p.add_argument("action", choices=["list", "redrive"])
     p.add_argument("destination", choices=[board.value for board in BOARDS])
+    p.add_argument("--wait", type=float, default=60.0, help="redrive: seconds to wait for the outcomes")
     p.set_defaults(func=_dlq)
 
     p = commands.add_parser("chaos", help="faults under load on three brokers and two replicas of everything")
@@ -134,10 +137,14 @@ def _consumer(args: argparse.Namespace) -> int:
 
 
 def _dlq(args: argparse.Namespace) -> int:
-    from consumers.main import list_dead_letters, redrive
+    from jobpost.dlq import list_dead_letters, redrive
+    from schemas.enums import Destination
 
-    (list_dead_letters if args.action == "list" else redrive)(args.destination)
-    return 0
+    board = Destination(args.destination)
+    if args.action == "list":
+        list_dead_letters(board)
+        return 0
+    return redrive(board, args.wait)
 
 
 def _chaos(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobpost import stack
+from jobpost.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
 from schemas.topics import BOARDS
@@ -194,15 +195,23 @@ def component_env(
     token: str, settings: RunSettings, kafka: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment every component gets: the caller's, plus kafka_env's additions, the
-    token, and the sandbox as both boards unless real board URLs are set (then the
-    playground shows no fault switches)."""
+    token, and the sandbox as each board whose URL the caller did not set, with the sandbox's
+    token endpoint and client credentials, so the default system fetches and renews OAuth
+    tokens as it would from the real boards. With real board URLs set the playground shows
+    no fault switches."""
     sandbox = f"http://127.0.0.1:{settings.sandbox_port}"
     env = {**os.environ, **(kafka or {}), "JOBPOST_API_TOKENS": token}
-    boards = ("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", "JOBPOST_CONSUMER_INDEED__BASE_URL")
-    if not any(variable in env for variable in boards):
+    boards = {"LINKEDIN": ("linkedin", "/oauth/v2/accessToken"), "INDEED": ("indeed", "/oauth/v2/tokens")}
+    if not any(f"JOBPOST_CONSUMER_{board}__BASE_URL" in env for board in boards):
         env.setdefault("JOBPOST_API_SANDBOX_URL", sandbox)
-    env.setdefault(boards[0], f"{sandbox}/linkedin")
-    env.setdefault(boards[1], f"{sandbox}/indeed")
+    for board, (path, token_path) in boards.items():
+        prefix = f"JOBPOST_CONSUMER_{board}__"
+        if f"{prefix}BASE_URL" in env:
+            continue  # the caller's board, with the caller's credentials
+        env[f"{prefix}BASE_URL"] = f"{sandbox}/{path}"
+        env.setdefault(f"{prefix}TOKEN_URL", f"{sandbox}/{path}{token_path}")
+        env.setdefault(f"{prefix}CLIENT_ID", SANDBOX_CLIENT_ID)
+        env.setdefault(f"{prefix}CLIENT_SECRET", SANDBOX_CLIENT_SECRET)
     return env
 
 

@@ -2,9 +2,12 @@
 dead letters and their redrive, each consumer group's lag, and (with `make run`) the
 sandbox boards' fault switches.
 
-Dead letters are redriven with `consumers.redrive`, the logic `jobpost dlq redrive` uses,
-so this process needs the boards' settings (`JOBPOST_CONSUMER_LINKEDIN__*`, ...) as the
-CLI does. A letter is `resolved` once its version, or a newer one, was delivered.
+A redrive is a request (`runtime.redrive`), as `jobpost dlq redrive` writes it: the board's
+consumer handles it in the posting's lane and publishes its outcome as delivery events
+(the posting's timeline). This process never calls a board and holds no board credentials.
+A letter is `resolved` once its version, or a newer one, was delivered (as this replica's
+view of `jobpost.deliveries` knows it: a view that is behind may offer a resolved letter,
+whose redrive the lane then skips).
 """
 
 from __future__ import annotations
@@ -13,18 +16,17 @@ import asyncio
 import time
 from typing import Any
 
-import aiohttp
 import httpx
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from consumers.config import ConsumerSettings
-from consumers.redrive import DeadLetter, dead_letters, make_board, redrive_one
 from producer_api.config import ApiSettings
 from producer_api.read.views import DeliveriesView
+from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
 from runtime.outbox import deliver_all
+from runtime.redrive import requests_for
 from schemas.model import Destination
-from schemas.topics import BOARDS, Topics
+from schemas.topics import BOARDS, Component, Topics
 
 _LISTED = 500  # newest letters a list shows
 _COUNTED = 1000  # a lag up to this many offsets is counted record by record
@@ -52,10 +54,10 @@ class Operations:
         return [self._present(board, letter) for letter in letters[:_LISTED]]
 
     async def redrive(
-        self, board: Destination, partition: int | None, offset: int | None
+        self, board: Destination, partition: int | None, offset: int | None, requested_by: str
     ) -> list[dict[str, Any]]:
-        """One letter (partition and offset) or every unresolved one, oldest first."""
-        settings = self._consumer_settings(board)
+        """Ask the board's consumer to attempt one letter (partition and offset) or every
+        unresolved one once more, oldest first: the requests written, once Kafka took them."""
         async with self._lock:
             letters = [
                 letter
@@ -63,30 +65,20 @@ class Operations:
                 if (partition is None or (letter.partition, letter.offset) == (partition, offset))
                 and not self._resolved(board, letter)
             ]
-            redone: dict[str, int] = {}
-            results = []
-            async with aiohttp.ClientSession() as client:
-                adapter = make_board(settings, client)
-                for letter in letters:
-
-                    def delivered(posting_id: str) -> int:
-                        return max(redone.get(posting_id, -1), self.delivered_version(board, posting_id))
-
-                    redriven = await redrive_one(adapter, letter.message, delivered, settings)
-                    if not await asyncio.to_thread(
-                        deliver_all, self._producer_or_new(), redriven.outgoing, lambda: False
-                    ):
-                        raise RuntimeError("Kafka did not acknowledge the redrive's writes")
-                    if redriven.outcome == "delivered" and redriven.update is not None:
-                        redone[redriven.update.posting_id] = redriven.update.version
-                    update = redriven.update
-                    results.append({
-                        "posting_id": None if update is None else update.posting_id,
-                        "version": None if update is None else update.version,
-                        "outcome": redriven.outcome,
-                        "detail": redriven.detail,
-                    })  # fmt: skip
-            return results
+            requested = requests_for(letters, requested_by, self.settings.kafka.partitions)
+            records = [r.record(self.topics, board) for r in requested]
+            if not await asyncio.to_thread(deliver_all, self._producer_or_new(), records, lambda: False):
+                raise RuntimeError("Kafka did not acknowledge the redrive requests")
+        return [
+            {
+                "request_id": r.request.request_id,
+                "posting_id": r.request.posting_id,
+                "version": r.request.version,
+                "partition": r.request.letter_partition,
+                "offset": r.request.letter_offset,
+            }
+            for r in requested
+        ]
 
     async def lag(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self._lag)
@@ -115,17 +107,9 @@ class Operations:
         if self._producer is not None:
             self._producer.flush(5)
 
-    def _consumer_settings(self, board: Destination) -> ConsumerSettings:
-        return ConsumerSettings(destination=board, kafka=self.settings.kafka)
-
     def _letters(self, board: Destination) -> list[DeadLetter]:
-        newest: dict[tuple[str, int] | tuple[int, int], DeadLetter] = {}
-        for letter in dead_letters(self._consumer_settings(board)):
-            update = letter.update
-            newest[
-                (letter.partition, letter.offset) if update is None else (update.posting_id, update.version)
-            ] = letter
-        return sorted(newest.values(), key=lambda letter: (letter.at or 0, letter.offset), reverse=True)
+        topic = self.topics.dlq(Component(board.value))
+        return newest_per_version(read_dead_letters(self.settings.kafka, topic))
 
     def _resolved(self, board: Destination, letter: DeadLetter) -> bool:
         update = letter.update

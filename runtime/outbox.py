@@ -42,6 +42,14 @@ class Outgoing:
         producer.produce(self.topic, key=self.key, value=self.value, **options)
 
 
+Acknowledgement = tuple[KafkaError | None, int]  # (refusal, offset: -1 when refused)
+
+
+def _settle(future: asyncio.Future[Acknowledgement], result: Acknowledgement) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
 def _backoff(attempt: int, max_wait_s: float) -> float:
     return float(min(max_wait_s, 0.5 * 2**attempt))
 
@@ -90,17 +98,18 @@ def _collect(record: Outgoing, failed: list[Outgoing]) -> Callable[[KafkaError |
 
 async def deliver(producer: Producer, record: Outgoing, max_wait_s: float = 30.0) -> int:
     """Produce one record and return the offset Kafka acknowledged it at, producing it
-    again after a backoff while it is refused. The caller's loop must serve
-    `producer.poll()` on the event loop's thread (delivery reports resolve a future of
-    that loop)."""
+    again after a backoff while it is refused. Whichever thread serves `producer.poll()`
+    (the event loop's, or one of its own), the delivery report resolves the loop's future
+    through `call_soon_threadsafe`, in the order the reports arrive."""
     loop = asyncio.get_running_loop()
     attempt = 0
     while True:
-        acknowledged: asyncio.Future[tuple[KafkaError | None, int]] = loop.create_future()
+        acknowledged: asyncio.Future[Acknowledgement] = loop.create_future()
 
         def on_delivery(error: KafkaError | None, message: Message, done: Any = acknowledged) -> None:
-            if not done.done():
-                done.set_result((error, message.offset() if error is None else -1))
+            offset = message.offset()
+            result: Acknowledgement = (error, offset if error is None and offset is not None else -1)
+            loop.call_soon_threadsafe(_settle, done, result)
 
         refusal: KafkaError | Exception
         try:

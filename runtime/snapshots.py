@@ -35,12 +35,15 @@ log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 
 
-def checkpoint_all(into: Path) -> int:
-    """A checkpoint of every store this process has open, under `into` as under the state
-    folder (`<component>/<topic>/<partition>`); how many were taken. A store closed or
-    rebuilt meanwhile is left out: the new replica reads that partition from Kafka."""
+def checkpoint_all(into: Path, state_dir: Path) -> int:
+    """A checkpoint of every store this process has open under `state_dir`, under `into` as
+    under the state folder (`<component>/<topic>/<partition>`); how many were taken. A store
+    closed or rebuilt meanwhile is left out: the new replica reads that partition from Kafka."""
     taken = 0
+    home = state_dir.resolve()
     for stores in list(LIVE):
+        if not stores.settings.dir.resolve().is_relative_to(home):
+            continue  # another component's folder (a test, a tool in the same process)
         for partition, store in list(stores.open.items()):
             target = into / stores.name / stores.topic / str(partition)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +89,7 @@ def snapshot_tar(state_dir: Path) -> Iterator[bytes]:
     def write() -> None:
         try:
             started = time.monotonic()
-            taken = checkpoint_all(into)
+            taken = checkpoint_all(into, state_dir)
             log.info("snapshot: %d stores checkpointed in %.1f s", taken, time.monotonic() - started)
             sink = _Chunks(chunks)
             with tarfile.open(fileobj=sink, mode="w|") as tar:

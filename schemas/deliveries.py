@@ -8,7 +8,7 @@ import time
 
 from schemas.enums import DeliveryOutcome
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
 
 
 def delivery_state(
@@ -22,6 +22,13 @@ def delivery_state(
     first_attempt_at: int | None = None,
     next_attempt_at: int | None = None,
     last_error: str | None = None,
+    task_id: str | None = None,
+    submitted_at: int | None = None,
+    uncharged_ms: int = 0,
+    paused_since: int | None = None,
+    paused_reason: str | None = None,
+    finished_version: int | None = None,
+    unresolved_letters: tuple[UnresolvedLetter, ...] = (),
 ) -> DeliveryState:
     """The posting's progress at the destination, as of now."""
     return DeliveryState(
@@ -35,6 +42,13 @@ def delivery_state(
         next_attempt_at=next_attempt_at,
         last_error=last_error,
         updated_at=now_ms(),
+        task_id=task_id,
+        submitted_at=submitted_at,
+        uncharged_ms=uncharged_ms,
+        paused_since=paused_since,
+        paused_reason=paused_reason,
+        finished_version=finished_version,
+        unresolved_letters=unresolved_letters,
     )
 
 
@@ -44,6 +58,8 @@ OUTCOME_OF_STATUS = {
     DeliveryStatus.CLOSED: DeliveryOutcome.CLOSED,
     DeliveryStatus.RETRYING: DeliveryOutcome.RETRYING,
     DeliveryStatus.FAILED: DeliveryOutcome.DEAD_LETTERED,
+    DeliveryStatus.SUBMITTED: DeliveryOutcome.SUBMITTED,
+    DeliveryStatus.PAUSED: DeliveryOutcome.PAUSED,
 }
 
 
@@ -61,7 +77,11 @@ def delivery_event(
     error: str | None = None,
     next_attempt_at: int | None = None,
     at: int | None = None,
+    task_id: str | None = None,
+    request_id: str | None = None,
 ) -> DeliveryEvent:
     """What an attempt came to, at `at` (default: now)."""
     when = now_ms() if at is None else at
-    return DeliveryEvent(posting_id, version, destination, attempt, outcome, when, error, next_attempt_at)
+    return DeliveryEvent(
+        posting_id, version, destination, attempt, outcome, when, error, next_attempt_at, task_id, request_id
+    )

@@ -38,25 +38,33 @@ class Outcome(StrEnum):
 
 
 class DeliveryStatus(StrEnum):
-    """Where a posting stands at one destination (Avro `DeliveryStatus`)."""
+    """Where a posting stands at one destination (Avro `DeliveryStatus`): SUBMITTED is a
+    version an asynchronous board (LinkedIn's tasks) accepted and has not confirmed yet;
+    PAUSED a version the destination holds while the board as a whole is down."""
 
     DELIVERED = "DELIVERED"
     PENDING = "PENDING"
     RETRYING = "RETRYING"
     FAILED = "FAILED"
     CLOSED = "CLOSED"
+    SUBMITTED = "SUBMITTED"
+    PAUSED = "PAUSED"
 
 
 class DeliveryOutcome(StrEnum):
     """What one attempt at one destination came to (Avro `DeliveryOutcome` of
     `jobpost.delivery-events`): CLOSED is a DELETED version delivered; SKIPPED a version a
-    later one or a delete superseded before it was sent."""
+    later one or a delete superseded before it was sent; SUBMITTED a version an
+    asynchronous board accepted, to be confirmed; PAUSED a version held while the board as a
+    whole is down."""
 
     DELIVERED = "DELIVERED"
     CLOSED = "CLOSED"
     RETRYING = "RETRYING"
     DEAD_LETTERED = "DEAD_LETTERED"
     SKIPPED = "SKIPPED"
+    SUBMITTED = "SUBMITTED"
+    PAUSED = "PAUSED"
 
 
 class Destination(StrEnum):

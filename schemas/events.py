@@ -21,6 +21,8 @@ class DeliveryEvent:
     at: int
     error: str | None = None
     next_attempt_at: int | None = None
+    task_id: str | None = None  # SUBMITTED: the board's task
+    request_id: str | None = None  # the redrive request this attempt answers
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -32,6 +34,8 @@ class DeliveryEvent:
             "error": self.error,
             "next_attempt_at": self.next_attempt_at,
             "at": self.at,
+            "task_id": self.task_id,
+            "request_id": self.request_id,
         }
 
     @classmethod
@@ -45,4 +49,6 @@ class DeliveryEvent:
             record["at"],
             record["error"],
             record["next_attempt_at"],
+            record["task_id"],
+            record["request_id"],
         )

@@ -205,6 +205,14 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
+class UnresolvedLetter:
+    """A dead letter of the posting that no delivered version has resolved yet."""
+
+    version: int
+    dead_lettered_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeliveryState:
     """One posting's progress at one destination: the value of `jobpost.deliveries`."""
 
@@ -218,6 +226,13 @@ class DeliveryState:
     next_attempt_at: int | None = None
     last_error: str | None = None
     updated_at: int = 0
+    task_id: str | None = None  # SUBMITTED: the board's task for pending_version
+    submitted_at: int | None = None
+    uncharged_ms: int = 0  # waited for the board as a whole since the first attempt
+    paused_since: int | None = None
+    paused_reason: str | None = None
+    finished_version: int | None = None  # the newest version delivered, dead-lettered or skipped
+    unresolved_letters: tuple[UnresolvedLetter, ...] = ()
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -231,6 +246,16 @@ class DeliveryState:
             "next_attempt_at": self.next_attempt_at,
             "last_error": self.last_error,
             "updated_at": self.updated_at,
+            "task_id": self.task_id,
+            "submitted_at": self.submitted_at,
+            "uncharged_ms": self.uncharged_ms,
+            "paused_since": self.paused_since,
+            "paused_reason": self.paused_reason,
+            "finished_version": self.finished_version,
+            "unresolved_letters": [
+                {"version": u.version, "dead_lettered_at": u.dead_lettered_at}
+                for u in self.unresolved_letters
+            ],
         }
 
     @classmethod
@@ -246,4 +271,13 @@ class DeliveryState:
             record["next_attempt_at"],
             record["last_error"],
             record["updated_at"],
+            record["task_id"],
+            record["submitted_at"],
+            record["uncharged_ms"],
+            record["paused_since"],
+            record["paused_reason"],
+            record["finished_version"],
+            tuple(
+                UnresolvedLetter(u["version"], u["dead_lettered_at"]) for u in record["unresolved_letters"]
+            ),
         )

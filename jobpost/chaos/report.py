@@ -12,6 +12,7 @@ import httpx
 
 from jobpost.chaos import verify
 from jobpost.chaos.load import Ledger
+from schemas.topics import BOARDS
 
 
 @dataclass
@@ -47,8 +48,9 @@ class Report:
             f"answers 503 to writes without a key: {len(ledger.not_applied)}, of them applied: "
             f"{len(v.applied_after_503)}; answers 504 (outcome unknown): {ledger.answered_504}; "
             f"writes without a key left unknown: {len(ledger.unknown)}, of them applied: {v.unknown_applied}",
-            f"boards not as accepted: linkedin {len(v.boards.get('linkedin', []))}, "
-            f"indeed {len(v.boards.get('indeed', []))}; index not at the last version: {len(v.index)}",
+            "boards not as accepted: "
+            + ", ".join(f"{board} {len(v.boards.get(board, []))}" for board in BOARDS)
+            + f"; index not at the last version: {len(v.index)}",
             f"dead letters: {v.dead_letters}",
             f"longest stretch without a successful write: {gap:.1f} s ({cause})",
             f"write latency during faults: {_percentiles(during)}; without: {_percentiles(calm)}",

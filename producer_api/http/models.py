@@ -105,13 +105,20 @@ class SearchPage(BaseModel):
 
 class DestinationProgress(BaseModel):
     delivered_version: int | None
-    status: ProgressStatus = Field(description="where the posting's current version stands there")
+    status: ProgressStatus = Field(
+        description="where the posting's current version stands there; submitted: an asynchronous board "
+        "(LinkedIn) accepted the pending version and has not confirmed it yet (`task_id`); paused: the "
+        "destination holds it while the board as a whole is unavailable (`paused_reason`), charged to no "
+        "retry budget"
+    )
     attempts: int
     first_attempt_at: int | None = Field(
         description="epoch millis of the first attempt of the pending version"
     )
     next_attempt_at: int | None = Field(description="epoch millis of the next attempt, while retrying")
     last_error: str | None
+    task_id: str | None = Field(default=None, description="while submitted: the board's task for the version")
+    paused_reason: str | None = Field(default=None, description="while paused: why the board is unavailable")
 
 
 class DeliveriesOut(BaseModel):

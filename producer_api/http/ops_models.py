@@ -34,7 +34,9 @@ class VersionOut(BaseModel):
 class CellOut(BaseModel):
     version: int
     state: CellState = Field(
-        description="closed: a delete delivered; skipped: superseded, never sent; pending: not tried yet"
+        description="closed: a delete delivered; skipped: superseded, never sent; pending: not tried yet; "
+        "submitted: accepted by an asynchronous board (LinkedIn), its task not ended yet; paused: held while "
+        "the board as a whole is unavailable (its circuit open), charged to no retry budget"
     )
     at: int | None = Field(description="epoch millis of the newest event")
     attempts: int
@@ -57,6 +59,8 @@ class EventOut(BaseModel):
     error: str | None
     next_attempt_at: int | None
     at: int
+    task_id: str | None = Field(default=None, description="submitted: the board's task")
+    request_id: str | None = Field(default=None, description="the redrive request this attempt answers")
 
 
 class TimelineOut(BaseModel):
@@ -94,15 +98,16 @@ class RedriveIn(BaseModel):
     offset: int | None = Field(default=None, ge=0)
 
 
-class RedrivenOut(BaseModel):
-    posting_id: str | None
-    version: int | None
-    outcome: Literal["delivered", "skipped", "failed"]
-    detail: str
+class RedriveRequestOut(BaseModel):
+    request_id: str = Field(description="carried by the delivery events of the attempt (the timeline)")
+    posting_id: str
+    version: int
+    partition: int = Field(description="where the letter lies in the board's dead-letter topic")
+    offset: int
 
 
 class RedriveOut(BaseModel):
-    results: list[RedrivenOut]
+    requests: list[RedriveRequestOut] = Field(description="written; their outcomes follow in the timeline")
 
 
 class GroupLag(BaseModel):

@@ -79,4 +79,6 @@ def _event(event: DeliveryEvent) -> EventOut:
         error=event.error,
         next_attempt_at=event.next_attempt_at,
         at=event.at,
+        task_id=event.task_id,
+        request_id=event.request_id,
     )

@@ -22,6 +22,8 @@ class ProgressStatus(StrEnum):
     RETRYING = "retrying"
     FAILED = "failed"  # dead-lettered
     CLOSED = "closed"  # the delete was delivered
+    SUBMITTED = "submitted"  # an asynchronous board accepted it and has not confirmed it yet
+    PAUSED = "paused"  # held while the board as a whole is unavailable
 
 
 # A status recorded for the version it names, read as the progress of that version.
@@ -31,6 +33,8 @@ _PROGRESS_OF = {
     DeliveryStatus.RETRYING: ProgressStatus.RETRYING,
     DeliveryStatus.FAILED: ProgressStatus.FAILED,
     DeliveryStatus.CLOSED: ProgressStatus.CLOSED,
+    DeliveryStatus.SUBMITTED: ProgressStatus.SUBMITTED,
+    DeliveryStatus.PAUSED: ProgressStatus.PAUSED,
 }
 
 
@@ -45,6 +49,8 @@ class Progress:
     first_attempt_at: int | None = None  # epoch millis, of the version being attempted
     next_attempt_at: int | None = None  # epoch millis, while retrying
     last_error: str | None = None
+    task_id: str | None = None  # while submitted: the board's task
+    paused_reason: str | None = None  # while paused: why the board is unavailable
 
 
 def progress(states: dict[Destination, DeliveryState], current_version: int) -> list[Progress]:
@@ -64,6 +70,8 @@ def _progress(destination: Destination, state: DeliveryState | None, current_ver
         state.first_attempt_at,
         state.next_attempt_at,
         state.last_error,
+        state.task_id,
+        state.paused_reason,
     )
 
 

@@ -27,6 +27,8 @@ class CellState(StrEnum):
     DEAD_LETTERED = "dead_lettered"
     SKIPPED = "skipped"  # superseded by a later version or a delete, never sent
     PENDING = "pending"  # not tried yet
+    SUBMITTED = "submitted"  # an asynchronous board accepted it, its task not ended yet
+    PAUSED = "paused"  # held while the board as a whole is unavailable
 
 
 STATE_OF_OUTCOME = {
@@ -35,6 +37,8 @@ STATE_OF_OUTCOME = {
     DeliveryOutcome.RETRYING: CellState.RETRYING,
     DeliveryOutcome.DEAD_LETTERED: CellState.DEAD_LETTERED,
     DeliveryOutcome.SKIPPED: CellState.SKIPPED,
+    DeliveryOutcome.SUBMITTED: CellState.SUBMITTED,
+    DeliveryOutcome.PAUSED: CellState.PAUSED,
 }
 # A lane has moved past a version in these states, and waits for the next message.
 _SETTLED = {CellState.DELIVERED, CellState.DEAD_LETTERED, CellState.SKIPPED}

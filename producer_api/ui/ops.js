@@ -171,12 +171,17 @@ export class Operations {
     const error = section.querySelector(".error");
     await busy(button, async () => {
       showError(error, "");
-      result.textContent = "Redriving…";
+      result.textContent = "Asking the consumer…";
       try {
-        const { results } = await api("POST", `/ops/dead-letters/${board}/redrive`, { body });
-        result.textContent = results.length
-          ? results.map((r) => `${r.posting_id ?? "letter"} v${r.version ?? "?"}: ${r.outcome}${r.detail ? ` (${r.detail})` : ""}`).join("; ")
-          : "Nothing to redrive.";
+        // 202: requests written; the board's consumer handles each in its posting's lane and
+        // reports the outcome as a delivery event carrying the request id (the timeline).
+        const { requests } = await api("POST", `/ops/dead-letters/${board}/redrive`, { body });
+        if (!requests.length) {
+          result.textContent = "Nothing to redrive.";
+          return;
+        }
+        const outcomes = await this.outcomes(board, requests, (text) => { result.textContent = text; });
+        result.textContent = describeAll(requests, outcomes);
       } catch (e) {
         result.textContent = "";
         showError(error, `The redrive failed. ${e.describe()}`);
@@ -185,4 +190,35 @@ export class Operations {
     this.shownLetters[board] = "";
     await this.refreshLetters(board).catch(() => {});
   }
+
+  /** Polls the postings' timelines until each request has a final event (at most a minute). */
+  async outcomes(board, requests, progress) {
+    const found = {};
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && Object.keys(found).length < requests.length) {
+      progress(describeAll(requests, found));
+      const postings = [...new Set(requests.filter((r) => !found[r.request_id]).map((r) => r.posting_id))];
+      for (const posting of postings) {
+        const { events } = await api("GET", `/postings/${encodeURIComponent(posting)}/timeline`);
+        for (const e of events) {
+          if (e.destination === board && e.request_id && FINAL.has(e.outcome)) found[e.request_id] = e;
+        }
+      }
+      if (Object.keys(found).length < requests.length) await new Promise((r) => setTimeout(r, 1000));
+    }
+    return found;
+  }
+}
+
+const FINAL = new Set(["delivered", "closed", "skipped", "dead_lettered"]);
+
+function describeAll(requests, found) {
+  return requests.map((r) => {
+    const e = found[r.request_id];
+    let outcome = "requested, waiting for the consumer…";
+    if (e && e.outcome === "skipped") outcome = `skipped (${e.error || "superseded"})`;
+    else if (e && e.outcome === "dead_lettered") outcome = `failed again (${e.error})`;
+    else if (e) outcome = e.outcome;
+    return `${r.posting_id} v${r.version}: ${outcome}`;
+  }).join("; ");
 }

@@ -11,6 +11,8 @@ const SYMBOL = {
   dead_lettered: "✕",
   skipped: "↷",
   pending: "…",
+  submitted: "⧗",
+  paused: "⏸",
   waiting: "→",
 };
 const LABEL = {
@@ -20,6 +22,8 @@ const LABEL = {
   dead_lettered: "dead-lettered",
   skipped: "skipped",
   pending: "pending",
+  submitted: "submitted",
+  paused: "paused",
 };
 
 export class Timeline {
@@ -205,7 +209,13 @@ function cell(destination, c) {
       details.push(errorLine(c.error), attempts, clock(c.at));
       break;
     case "skipped":
-      details.push("superseded: not sent");
+      details.push(c.error || "superseded: not sent");
+      break;
+    case "submitted":
+      details.push("the board's task has not ended yet", attempts);
+      break;
+    case "paused":
+      details.push(errorLine(c.error), "the board is unavailable: no attempt is charged");
       break;
     default:
       details.push("not attempted yet");

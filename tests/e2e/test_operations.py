@@ -50,16 +50,22 @@ def test_a_rejected_version_is_dead_lettered_listed_and_redriven_from_the_api(sy
         "POST",
         "/ops/dead-letters/linkedin/redrive",
         json={"partition": listed["partition"], "offset": listed["offset"]},
-        expect=200,
+        expect=202,  # a request: the LinkedIn consumer handles it in the posting's lane
     )
-    assert answer["results"] == [
-        {"posting_id": posting_id, "version": 1, "outcome": "delivered", "detail": "delivered"}
-    ]
+    (request,) = answer["requests"]
+    assert (request["posting_id"], request["version"]) == (posting_id, 1)
+
+    def redriven() -> dict | None:
+        events = api.timeline(posting_id)["events"]
+        return next((e for e in events if e["request_id"] == request["request_id"]), None)
+
+    outcome = wait_until(lambda: (e := redriven()) and e["outcome"] == "delivered" and e, 60, "the redrive")
+    assert outcome["destination"] == "linkedin"
     assert system.board("linkedin", posting_id)["versions"] == [0, 1]
     wait_until(lambda: lanes(api, posting_id)["linkedin"] == ["delivered", "delivered"], 30, "redriven shown")
     wait_until(lambda: letter()["resolved"], 30, "the letter to read as resolved")
     # A second redrive of everything finds nothing left to do.
-    assert api.request("POST", "/ops/dead-letters/linkedin/redrive", json={}, expect=200) == {"results": []}
+    assert api.request("POST", "/ops/dead-letters/linkedin/redrive", json={}, expect=202) == {"requests": []}
 
     def lag() -> dict[str, int]:
         groups = api.request("GET", "/ops/lag", expect=200)["groups"]

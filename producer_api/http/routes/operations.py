@@ -8,7 +8,7 @@ from typing import Annotated
 import httpx
 from fastapi import APIRouter, Depends, Path, Request
 
-from producer_api.http.deps import authenticate
+from producer_api.http.deps import CurrentCaller, authenticate
 from producer_api.http.models import ProblemOut
 from producer_api.http.ops_models import Board, BoardsOut, FaultsIn, LagOut, LettersOut, RedriveIn, RedriveOut
 from producer_api.http.problems import Problem, validation_problem
@@ -41,12 +41,16 @@ async def dead_letters(board: BoardName, ops: Ops) -> LettersOut:
 @router.post(
     "/dead-letters/{board}/redrive",
     response_model=RedriveOut,
+    status_code=202,
     responses={422: {"model": ProblemOut, "description": "only one of partition and offset"}},
 )
-async def redrive(board: BoardName, body: RedriveIn, ops: Ops) -> RedriveOut:
-    """Attempt one letter (`partition` and `offset`), or every unresolved one, once more, as
-    `jobpost dlq redrive` does: a version delivered since is skipped; one that fails again
-    is dead-lettered again."""
+async def redrive(board: BoardName, body: RedriveIn, ops: Ops, caller: CurrentCaller) -> RedriveOut:
+    """Ask the board's consumer to attempt one letter (`partition` and `offset`), or every
+    unresolved one, once more, as `jobpost dlq redrive` does. Answers 202 with the requests
+    written: the consumer handles each in its posting's lane, in order with the posting's
+    other versions (a version delivered since, or older than one the lane finished, is
+    skipped), and its outcome appears as a delivery event carrying the `request_id` in
+    `GET /postings/{id}/timeline`."""
     if (body.partition is None) != (body.offset is None):
         raise validation_problem(
             [
@@ -57,8 +61,8 @@ async def redrive(board: BoardName, body: RedriveIn, ops: Ops) -> RedriveOut:
                 }
             ]
         )
-    results = await ops.redrive(Destination(board), body.partition, body.offset)
-    return RedriveOut.model_validate({"results": results})
+    requests = await ops.redrive(Destination(board), body.partition, body.offset, caller.name)
+    return RedriveOut.model_validate({"requests": requests})
 
 
 @router.get("/lag", response_model=LagOut)

@@ -1,8 +1,15 @@
+import time
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
+from runtime.replay import replay
+from schemas import codec
+from schemas.model import Op, Posting, PostingUpdate
+from schemas.topics import Topics
 from tests.processes import ApiProcess, Process, free_port, kafka_env, running_api, wait_until
 
 TOKEN = "delivery-token"
@@ -20,6 +27,20 @@ class Sandbox:
     def posting(self, board: str, posting_id: str) -> dict | None:
         response = httpx.get(f"{self.url}/_sandbox/{board}/postings/{posting_id}")
         return response.json() if response.status_code == 200 else None
+
+    def limits(self, board: str, **limits: object) -> dict:
+        response = httpx.put(f"{self.url}/_sandbox/{board}/limits", json=limits)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def stats(self, board: str) -> dict:
+        response = httpx.get(f"{self.url}/_sandbox/{board}/stats")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def applied(self, board: str, posting_id: str) -> list[int]:
+        seen = self.posting(board, posting_id)
+        return seen["versions"] if seen else []
 
 
 @pytest.fixture
@@ -53,6 +74,8 @@ def consumer_env(kafka, sandbox) -> Callable[[str], dict[str, str]]:
             "JOBPOST_CONSUMER_RETRY__MAX_ATTEMPTS": "100",
             "JOBPOST_CONSUMER_RETRY__MAX_ELAPSED_S": "600",
             "JOBPOST_CONSUMER_COMMIT_INTERVAL_S": "0.2",
+            "JOBPOST_CONSUMER_TASK_POLL_INTERVAL_S": "0.5",
+            "JOBPOST_CONSUMER_CIRCUIT__PROBE_MAX_WAIT_S": "5",
         }
 
     return env
@@ -78,3 +101,80 @@ def start_consumer(consumer_env) -> Iterator[Callable[..., Process]]:
 def api(kafka, elasticsearch_url) -> Iterator[ApiProcess]:
     with running_api(kafka, TOKEN, elasticsearch_url) as process:
         yield process
+
+
+class Versions:
+    """Writes postings' versions straight to `jobpost.postings`, as the sequencer would
+    (keyed by posting id, versions from 0 up), for tests of the consumers alone."""
+
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self.topic = Topics(kafka.topic_prefix).postings
+        self.producer = Producer(kafka.producer_config())
+        self.written: dict[str, int] = {}  # posting -> its newest version
+
+    def write(self, posting_ids: list[str], op: Op | None = None) -> None:
+        """The next version of each posting (version 0 for a new one)."""
+        now = time.time_ns() // 1_000_000
+        for posting_id in posting_ids:
+            version = self.written.get(posting_id, -1) + 1
+            self.written[posting_id] = version
+            kind = op or (Op.CREATED if version == 0 else Op.UPDATED)
+            update = PostingUpdate(
+                posting_id, version, kind, f"{posting_id}:{version}", f"r-{posting_id}-{version}",
+                Posting(f"Role {posting_id} v{version}", "Work", ""), now, now,
+            )  # fmt: skip
+            self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
+            self.producer.poll(0)
+        assert self.producer.flush(30) == 0
+
+    def everything(self) -> dict[str, list[int]]:
+        return {p: list(range(v + 1)) for p, v in self.written.items()}
+
+
+@pytest.fixture
+def versions(kafka) -> Versions:
+    return Versions(kafka)
+
+
+def dead_letters(kafka: KafkaSettings, topic: str) -> list[dict]:
+    found: list[dict] = []
+
+    def take(message) -> None:
+        headers = {k: v.decode() for k, v in message.headers() or []}
+        found.append({"key": message.key(), "value": message.value(), "headers": headers})
+
+    replay(kafka, topic, range(kafka.partitions), take)
+    return found
+
+
+def metric(port: int, name: str, labels: str = "") -> float | None:
+    """One sample of a consumer's /metrics (`labels` as Prometheus prints them)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{labels}}} ") or (not labels and line.startswith(f"{name} ")):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def state_history(kafka: KafkaSettings, destination: str) -> dict[str, list]:
+    """Every DeliveryState written for the destination, per posting, in order."""
+    from runtime import records
+
+    found: dict[str, list] = {}
+
+    def take(message) -> None:
+        board, posting_id, state = records.delivery_state(message)
+        if board.value == destination and state is not None:
+            found.setdefault(posting_id, []).append(state)
+
+    replay(kafka, Topics(kafka.topic_prefix).deliveries, range(kafka.partitions), take)
+    return found
+
+
+def delivery_events(kafka: KafkaSettings) -> list:
+    from runtime import records
+
+    found: list = []
+    replay(kafka, Topics(kafka.topic_prefix).delivery_events, range(kafka.partitions),
+           lambda m: found.append(records.delivery_event(m)))  # fmt: skip
+    return found

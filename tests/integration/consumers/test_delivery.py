@@ -10,6 +10,8 @@ import httpx
 
 from runtime.replay import replay
 from schemas import codec
+from schemas.topics import Component
+from tests.integration.consumers.conftest import dead_letters
 from tests.processes import ApiProcess, wait_until
 
 BODY = {"title": "Delivery Driver", "description": "Vans", "notes": ""}
@@ -100,8 +102,13 @@ def test_a_failing_board_never_delays_the_other(api, sandbox, start_consumer):
         wanted = [0, 1] if posting_id in postings[:10] else [0]
         wait_until(lambda: applied(sandbox, "indeed", posting_id) == wanted, 30, "Indeed, during the outage")
     assert all(applied(sandbox, "linkedin", p) == [] for p in postings)  # Indeed finished during the outage
-    retrying = deliveries(api, postings[0])["destinations"]["linkedin"]
-    assert retrying["status"] == "retrying" and retrying["attempts"] >= 1 and "503" in retrying["last_error"]
+
+    def paused() -> dict | None:  # every posting failing at once is the board's failure: its circuit opens
+        linkedin = deliveries(api, postings[0])["destinations"]["linkedin"]
+        return linkedin if linkedin["status"] == "paused" else None
+
+    held = wait_until(paused, 30, "LinkedIn's lanes paused")
+    assert "503" in held["paused_reason"]
 
     still_failing = lambda: all(applied(sandbox, "linkedin", p) == [] for p in postings)  # noqa: E731
     wait_until(lambda: time.monotonic() - outage_started >= 30 and still_failing(), 40, "a 30 s outage")
@@ -121,7 +128,7 @@ def test_a_rejected_version_is_dead_lettered_and_the_rest_flows(api, sandbox, st
     replace(api, posting_id, "Rejected Role, v1")
     replace(api, other, "Fine Role, v1")
 
-    letters = wait_until(lambda: dead_letters(kafka, topics.dlq("linkedin")), 30, "a dead letter")
+    letters = wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "a dead letter")
     (letter,) = letters
     assert codec.posting_updates().decode(letter["value"]).version == 1
     assert letter["key"] == posting_id.encode()
@@ -234,17 +241,6 @@ def first_attempt_at(api: ApiProcess, posting_id: str):
     return response.json()["destinations"]["linkedin"].get("first_attempt_at")
 
 
-def dead_letters(kafka, topic: str) -> list[dict]:
-    found: list[dict] = []
-
-    def take(message) -> None:
-        headers = {k: v.decode() for k, v in message.headers() or []}
-        found.append({"key": message.key(), "value": message.value(), "headers": headers})
-
-    replay(kafka, topic, range(kafka.partitions), take)
-    return found
-
-
 def test_dead_letters_are_listed_and_redriven_unless_superseded(
     api, sandbox, start_consumer, consumer_env, kafka
 ):
@@ -294,12 +290,12 @@ def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sand
     for posting_id in postings[:4]:
         replace(api, posting_id, "Garbled, v1")
 
-    def garbled_for_20_s() -> bool:
+    def garbled_for_20_s() -> bool:  # answers nobody can read, for every posting: the board's circuit opens
         linkedin = deliveries(api, postings[0])["destinations"]["linkedin"]
         return (
             time.monotonic() - outage_started >= 20
-            and linkedin["status"] == "retrying"
-            and "body that" in (linkedin["last_error"] or "")
+            and linkedin["status"] == "paused"
+            and "body that" in (linkedin["paused_reason"] or "")
         )
 
     wait_until(garbled_for_20_s, 40, "20 s of answers nobody can read")
@@ -329,7 +325,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     start_consumer("linkedin")
     posting_id = create(api, "Undeliverable")
     wait_until(lambda: delivered_version(api, posting_id, "linkedin") == 0, 30, "version 0")
-    dlq = topics.dlq("linkedin")
+    dlq = topics.dlq(Component("linkedin"))
     admin = AdminClient(kafka.client_config())
     admin.delete_topics([dlq])[dlq].result(30)
     wait_until(lambda: dlq not in admin.list_topics(timeout=10).topics, 30, "the dead-letter topic to go")

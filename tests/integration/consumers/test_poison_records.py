@@ -6,6 +6,7 @@ import re
 import httpx
 from confluent_kafka import Producer
 
+from schemas.topics import Component
 from tests.integration.consumers.test_delivery import applied, create, replace
 from tests.processes import Process, kafka_env, wait_until
 
@@ -28,7 +29,7 @@ def write_garbage(kafka, topic: str, null_value_too: bool) -> int:
 
 
 def letters(kafka, topic: str) -> int:
-    from tests.integration.consumers.test_delivery import dead_letters
+    from tests.integration.consumers.conftest import dead_letters
 
     return len(dead_letters(kafka, topic))
 
@@ -67,8 +68,12 @@ def test_garbage_on_every_topic_stops_nothing(
                 wanted = [0, 1] if n < 3 else [0]
                 wait_until(lambda: applied(sandbox, board, posting_id) == wanted, 60, f"{board} delivery")
         for group in ("linkedin", "indeed", "search-indexer"):
-            wait_until(lambda: letters(kafka, topics.dlq(group)) == on_postings, 60, f"{group} dead letters")
-        assert letters(kafka, topics.dlq("sequencer")) == on_commands
+            wait_until(
+                lambda: letters(kafka, topics.dlq(Component(group))) == on_postings,
+                60,
+                f"{group} dead letters",
+            )
+        assert letters(kafka, topics.dlq(Component("sequencer"))) == on_commands
 
         def indexed() -> bool:
             response = httpx.get(f"{elasticsearch_url}/{alias}/_count")

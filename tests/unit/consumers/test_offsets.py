@@ -25,3 +25,17 @@ def test_gaps_from_transaction_markers_do_not_block():
     assert tracker.committable() == 4
     tracker.finish(4)
     assert tracker.committable() == 8
+
+
+def test_the_oldest_unfinished_record_is_known_by_its_kafka_time():
+    tracker = OffsetTracker()
+    assert tracker.oldest_timestamp() is None
+    tracker.add(1, 5_000)
+    tracker.add(2, 4_000)  # producers' clocks disagree: the oldest is not always the lowest offset
+    tracker.add(3, 6_000)
+    assert tracker.oldest_timestamp() == 4_000
+    tracker.finish(2)
+    assert tracker.oldest_timestamp() == 5_000
+    tracker.finish(1)
+    tracker.finish(3)
+    assert tracker.oldest_timestamp() is None

@@ -63,3 +63,32 @@ def test_components_listen_where_the_settings_say() -> None:
     assert addresses["api"].startswith("http://127.0.0.1:18000")
     assert addresses["indexer"] == "metrics http://127.0.0.1:19103/metrics"
     assert env["JOBPOST_API_TOKENS"] == "t"
+
+
+def test_make_run_gives_the_consumers_the_sandboxs_token_endpoints_and_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for board in ("LINKEDIN", "INDEED"):
+        for name in ("BASE_URL", "TOKEN_URL", "CLIENT_ID", "CLIENT_SECRET"):
+            monkeypatch.delenv(f"JOBPOST_CONSUMER_{board}__{name}", raising=False)
+    env = component_env("t", RunSettings(sandbox_port=18090))
+
+    assert (
+        env["JOBPOST_CONSUMER_LINKEDIN__TOKEN_URL"] == "http://127.0.0.1:18090/linkedin/oauth/v2/accessToken"
+    )
+    assert env["JOBPOST_CONSUMER_INDEED__TOKEN_URL"] == "http://127.0.0.1:18090/indeed/oauth/v2/tokens"
+    assert env["JOBPOST_CONSUMER_INDEED__CLIENT_ID"] == "jobpost-sandbox"
+    assert env["JOBPOST_API_SANDBOX_URL"] == "http://127.0.0.1:18090"
+
+
+def test_a_real_board_set_by_the_caller_keeps_the_callers_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JOBPOST_CONSUMER_LINKEDIN__BASE_URL", "https://api.linkedin.com")
+    monkeypatch.delenv("JOBPOST_CONSUMER_LINKEDIN__CLIENT_ID", raising=False)
+    monkeypatch.delenv("JOBPOST_API_SANDBOX_URL", raising=False)
+    env = component_env("t", RunSettings(sandbox_port=18090))
+
+    assert "JOBPOST_CONSUMER_LINKEDIN__CLIENT_ID" not in env
+    assert env["JOBPOST_CONSUMER_INDEED__BASE_URL"] == "http://127.0.0.1:18090/indeed"
+    assert "JOBPOST_API_SANDBOX_URL" not in env

@@ -48,7 +48,7 @@ def test_a_timeline_as_the_playground_reads_it():
         },
         "events": [
             {"posting_id": "p", "version": 0, "destination": "indeed", "attempt": 2, "outcome": "retrying",
-             "error": "503", "next_attempt_at": 9, "at": 7}
+             "error": "503", "next_attempt_at": 9, "at": 7, "task_id": None, "request_id": None}
         ],
     }  # fmt: skip
 
@@ -57,7 +57,7 @@ def test_delivery_progress_names_every_destination():
     view = PostingView("p", 3, False, Posting("T", ""), 1)
     progress = [
         Progress(Destination.LINKEDIN, ProgressStatus.RETRYING, 2, 4, 10, 20, "timeout"),
-        Progress(Destination.INDEED, ProgressStatus.DELIVERED, 3, 1),
+        Progress(Destination.INDEED, ProgressStatus.SUBMITTED, 2, 1, task_id="urn:li:simpleJobPostingTask:7"),
         Progress(Destination.SEARCH, ProgressStatus.PENDING),
     ]
 
@@ -67,8 +67,10 @@ def test_delivery_progress_names_every_destination():
     assert list(answer["destinations"]) == ["linkedin", "indeed", "search"]
     assert answer["destinations"]["linkedin"] == {
         "delivered_version": 2, "status": "retrying", "attempts": 4, "first_attempt_at": 10,
-        "next_attempt_at": 20, "last_error": "timeout",
+        "next_attempt_at": 20, "last_error": "timeout", "task_id": None, "paused_reason": None,
     }  # fmt: skip
+    indeed = answer["destinations"]["indeed"]
+    assert (indeed["status"], indeed["task_id"]) == ("submitted", "urn:li:simpleJobPostingTask:7")
     assert answer["destinations"]["search"]["status"] == "pending"
 
 
@@ -79,7 +81,7 @@ def test_a_deleted_posting_shows_no_text():
 
 def test_every_refusal_has_a_problem_and_the_sequencers_refusals_are_refusals():
     assert set(_PROBLEM_OF) == set(Refusal)
-    refusing = [o for o in Outcome if o != Outcome.ACCEPTED]
+    refusing = [o for o in Outcome if o not in (Outcome.ACCEPTED, Outcome.EXPIRED)]  # EXPIRED: a 503
     assert [Refusal.of(o).value for o in refusing] == [o.value for o in refusing]
 
 

@@ -1,0 +1,125 @@
+"""Confirmation for an asynchronous board (LinkedIn): a lane whose version was
+`Submitted(task_id)` waits in `confirm` until the task ended; one poller per destination
+asks the board about many tasks per call (`adapter.confirm`), every
+`task_poll_interval_s` at most per task, within the destination's request budget, through
+its circuit and with its token (`SharedDestination.call`). A poll that fails is tried again
+after the interval; while the circuit is open nobody polls (or the poll is the probe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from consumers.boards.base import BoardDown, CallFailed, TaskOutcome, Throttled
+from consumers.destination import metrics
+from consumers.destination.tasks import TaskBook
+
+if TYPE_CHECKING:
+    from consumers.destination.shared import SharedDestination
+
+log = logging.getLogger(__name__)
+
+
+class TaskPoller:
+    def __init__(self, destination: SharedDestination, poll_interval_s: float, timeout_s: float) -> None:
+        self.destination = destination
+        self.book = TaskBook(int(poll_interval_s * 1000), int(timeout_s * 1000))
+        self._waiters: dict[str, asyncio.Future[TaskOutcome]] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._failed_at: int | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._poll())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def confirm(self, task_id: str, submitted_at: int) -> TaskOutcome:
+        """Where the task ended: SUCCEEDED, FAILED (with the board's error), or IN_PROGRESS
+        with an error when it did not end within the timeout."""
+        waiter: asyncio.Future[TaskOutcome] = asyncio.get_running_loop().create_future()
+        self._waiters[task_id] = waiter
+        self.book.add(task_id, submitted_at)
+        self._gauge()
+        self._changed.set()
+        try:
+            return await waiter
+        finally:
+            if self._waiters.get(task_id) is waiter:
+                del self._waiters[task_id]
+                self.book.forget(task_id)
+                self._gauge()
+
+    async def _poll(self) -> None:
+        clock = self.destination.clock
+        while True:
+            self._changed.clear()
+            now = clock.now_ms()
+            wait = self._wait_before_poll(now)
+            if wait is None:
+                await self._changed.wait()
+            elif wait > 0:
+                await clock.sleep(wait / 1000, self._changed)
+            else:
+                await self._ask(now)
+
+    def _wait_before_poll(self, now: int) -> int | None:
+        due = self.book.next_due_in(now)
+        if due is None:
+            return None
+        if self._failed_at is not None:
+            due = max(due, self._failed_at + self.book.poll_interval_ms - now)
+        if due > 0:
+            return due
+        budget = self.destination.budget.wait_ms(now, 0)
+        if budget > 0:
+            return budget
+        allowed, wait = self.destination.may_call(now)
+        if not allowed:
+            return wait if wait is not None else self.book.poll_interval_ms
+        return 0
+
+    async def _ask(self, now: int) -> None:
+        destination = self.destination
+        asked = self.book.due(now, destination.adapter.max_batch)
+        if not asked:
+            return
+        spent = destination.budget.spend(now, 0)
+        try:
+            found = await destination.call(lambda token: destination.adapter.confirm(asked, token))
+        except Throttled as exc:
+            self._failed("throttled")
+            destination.throttled(destination.clock.now_ms(), exc, spent)
+            return
+        except BoardDown as exc:
+            self._failed("board_down")
+            destination.board_down(destination.clock.now_ms(), exc)
+            return
+        except CallFailed as exc:
+            self._failed("failed")
+            destination.call_failed(destination.clock.now_ms(), [f"task {asked[0]}"], str(exc))
+            return
+        except Exception:
+            self._failed("failed")
+            log.exception("%s: unexpected failure asking about tasks", destination.name)
+            return
+        self._failed_at = None
+        metrics.CALLS.labels(destination.name, "confirm", "answered").inc()
+        destination.answered(destination.clock.now_ms())
+        for task_id, outcome in self.book.answered(destination.clock.now_ms(), asked, found):
+            waiter = self._waiters.pop(task_id, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(outcome)
+        self._gauge()
+
+    def _failed(self, outcome: str) -> None:
+        metrics.CALLS.labels(self.destination.name, "confirm", outcome).inc()
+        self._failed_at = self.destination.clock.now_ms()
+
+    def _gauge(self) -> None:
+        metrics.TASKS_IN_PROGRESS.labels(self.destination.name).set(len(self.book))

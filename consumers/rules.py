@@ -1,0 +1,156 @@
+"""The lane's rules, pure: which record is work already done, which a later one supersedes,
+when a redrive request is answered without calling the board, and what a version's
+progress (`Progress`) makes of the posting's `DeliveryState`.
+
+Every rule reads the posting's DeliveryState as `jobpost.deliveries` has it (the lane's own
+writes), never a view that may be behind, so a redrive can never lower what the lane
+delivered: `delivered_version` only grows, and a version below one the lane has finished
+is never sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from consumers.items import Item
+from schemas.deliveries import delivery_state
+from schemas.enums import Op
+from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+
+
+def done_already(state: DeliveryState, version: int) -> bool:
+    """A version at or below the delivered one, or one the lane finished (dead-lettered,
+    before a restart or a rebalance replayed it)."""
+    if state.delivered_version is not None and version <= state.delivered_version:
+        return True
+    if state.finished_version is not None and version <= state.finished_version:
+        return True
+    return state.status == DeliveryStatus.FAILED and state.pending_version == version
+
+
+def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | None:
+    """The newest later version that makes `item` pointless to send: a DELETE of the
+    posting always (the board ends with the posting closed), any newer version when
+    conflating (each PostingUpdate is a full snapshot) or when `item` is a redrive. A
+    DELETED version is never superseded, and conflation keeps the CREATED one (LinkedIn
+    refuses an UPDATE of a job it never created). None: send it."""
+    if item.deletes:
+        return None
+    created = item.update is not None and item.update.op == Op.CREATED and item.request is None
+    newer = (conflate and not created) or item.request is not None
+    versions = [
+        r.version
+        for r in later
+        if r.request is None and r.update is not None and r.version > item.version and (newer or r.deletes)
+    ]
+    return max(versions) if versions else None
+
+
+def redrive_skipped(version: int, state: DeliveryState, later: Iterable[Item]) -> str | None:
+    """Why a redrive of `version` is answered without calling the board (None: attempt it
+    once more): the board has it or a newer one, the lane finished or holds a newer one, or
+    a newer one is queued behind the request."""
+    delivered = state.delivered_version
+    if delivered is not None and version <= delivered:
+        return f"superseded: version {delivered} is delivered"
+    finished = state.finished_version
+    if finished is not None and version < finished:
+        return f"superseded: the lane finished version {finished}"
+    pending = state.pending_version
+    if pending is not None and version < pending and state.status != DeliveryStatus.FAILED:
+        return f"superseded: version {pending} is on its way"
+    queued = [r.version for r in later if r.request is None and r.version > version]
+    if queued:
+        return f"superseded by version {max(queued)}, queued"
+    return None
+
+
+@dataclass
+class Progress:
+    """One version's attempts so far: what its retry budget has spent."""
+
+    attempts: int = 0
+    first_attempt_at: int | None = None
+    next_attempt_at: int | None = None
+    uncharged_ms: int = 0  # waited for the board as a whole: not charged to the budget
+    task_id: str | None = None
+    submitted_at: int | None = None
+
+    @classmethod
+    def resume(cls, state: DeliveryState, version: int, now: int) -> Progress:
+        """Where a restarted (or rebalanced) consumer takes a version up: the same attempt
+        count, first attempt and uncharged time; a task submitted before is polled, never
+        submitted again."""
+        ours = state.pending_version == version
+        if not ours or state.status not in (
+            DeliveryStatus.RETRYING,
+            DeliveryStatus.SUBMITTED,
+            DeliveryStatus.PAUSED,
+        ):
+            return cls()
+        uncharged = state.uncharged_ms
+        if state.status == DeliveryStatus.PAUSED and state.paused_since is not None:
+            uncharged += max(0, now - state.paused_since)
+        submitted = state.status == DeliveryStatus.SUBMITTED
+        return cls(
+            attempts=state.attempts,
+            first_attempt_at=state.first_attempt_at,
+            next_attempt_at=state.next_attempt_at if state.status == DeliveryStatus.RETRYING else None,
+            uncharged_ms=uncharged,
+            task_id=state.task_id if submitted else None,
+            submitted_at=state.submitted_at if submitted else None,
+        )
+
+    def charged_s(self, now: int) -> float:
+        """Seconds of the retry budget spent: since the first attempt, less the waits for
+        the board as a whole."""
+        first = self.first_attempt_at if self.first_attempt_at is not None else now
+        return max(0, now - first - self.uncharged_ms) / 1000
+
+
+def next_state(
+    destination: Destination,
+    item: Item,
+    before: DeliveryState | None,
+    status: DeliveryStatus,
+    progress: Progress,
+    *,
+    now: int,
+    error: str | None = None,
+    paused_reason: str | None = None,
+) -> DeliveryState:
+    """The posting's DeliveryState once `item` came to `status`. A version delivered (or
+    closed) resolves every dead letter at or below it, and `delivered_version` never
+    decreases; a dead letter is remembered until a version resolves it."""
+    previous = before or DeliveryState(destination, item.posting_id, DeliveryStatus.PENDING)
+    delivered, finished = previous.delivered_version, previous.finished_version
+    letters = previous.unresolved_letters
+    done = status in (DeliveryStatus.DELIVERED, DeliveryStatus.CLOSED)
+    if done:
+        delivered = item.version if delivered is None else max(delivered, item.version)
+        letters = tuple(letter for letter in letters if letter.version > delivered)
+    if done or status == DeliveryStatus.FAILED:
+        finished = item.version if finished is None else max(finished, item.version)
+    if status == DeliveryStatus.FAILED and all(letter.version != item.version for letter in letters):
+        # A letter redriven and refused again keeps its first time: the oldest one expires first.
+        letters = (*letters, UnresolvedLetter(item.version, now))
+    state = delivery_state(
+        destination,
+        item.posting_id,
+        status=status,
+        delivered_version=delivered,
+        pending_version=None if done else item.version,
+        attempts=progress.attempts,
+        first_attempt_at=progress.first_attempt_at,
+        next_attempt_at=progress.next_attempt_at if status == DeliveryStatus.RETRYING else None,
+        last_error=error,
+        task_id=progress.task_id if status == DeliveryStatus.SUBMITTED else None,
+        submitted_at=progress.submitted_at if status == DeliveryStatus.SUBMITTED else None,
+        uncharged_ms=progress.uncharged_ms,
+        paused_since=now if status == DeliveryStatus.PAUSED else None,
+        paused_reason=paused_reason if status == DeliveryStatus.PAUSED else None,
+        finished_version=finished,
+        unresolved_letters=letters,
+    )
+    return replace(state, updated_at=now)

@@ -1,0 +1,124 @@
+"""Redrive inside the lane (issue 22): a request the board's consumer handles in the
+posting's lane, in order with its versions, never below what it delivered, whoever asks
+(`jobpost dlq redrive`, the API) and whatever their view of the deliveries says."""
+
+import itertools
+import os
+import subprocess
+import sys
+
+import httpx
+from confluent_kafka import Producer
+
+from runtime.dead_letters import read_dead_letters
+from runtime.outbox import deliver_all
+from runtime.redrive import requests_for
+from schemas.model import Destination
+from schemas.topics import Component
+from tests.integration.consumers.conftest import TOKEN, dead_letters, delivery_events, state_history
+from tests.processes import ApiProcess, wait_until
+
+
+def jobpost(env: dict[str, str], *args: str) -> str:
+    command = [sys.executable, "-m", "jobpost.cli", *args]
+    result = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def never_lower(history: list) -> bool:
+    delivered = [s.delivered_version for s in history if s.delivered_version is not None]
+    return all(a <= b for a, b in itertools.pairwise(delivered))
+
+
+def test_a_redrive_during_newer_deliveries_never_goes_backwards(
+    sandbox, start_consumer, consumer_env, versions, kafka, topics
+):
+    start_consumer("linkedin")
+    posting = "redrive-busy"
+    versions.write([posting])
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
+    sandbox.faults("linkedin", "reject", posting_ids=[posting])
+    versions.write([posting])
+    wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
+    sandbox.faults("linkedin", "none")
+    sandbox.limits("linkedin", task_delay_s=4)  # v2, then v3, each in a task that takes 4 s
+    versions.write([posting])
+    versions.write([posting])
+
+    def delivering_v3() -> bool:
+        last = state_history(kafka, "linkedin")[posting][-1]
+        return last.status == "SUBMITTED" and last.pending_version == 3
+
+    wait_until(delivering_v3, 30, "version 3 in its task")
+    report = jobpost(consumer_env("linkedin"), "dlq", "redrive", "linkedin", "--wait", "30")
+
+    assert f"{posting} version 1: skipped" in report, report
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 2, 3], 30, "versions 2 and 3")
+    submitted = [s["version"] for s in sandbox.posting("linkedin", posting)["log"]]
+    assert submitted == sorted(submitted) == [0, 2, 3]  # the board's versions only increase
+    assert never_lower(state_history(kafka, "linkedin")[posting])
+    skipped = [e for e in delivery_events(kafka) if e.request_id and e.posting_id == posting]
+    assert [(e.version, e.outcome) for e in skipped] == [(1, "SKIPPED")]
+
+
+def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered(
+    sandbox, start_consumer, kafka, topics, elasticsearch_url
+):
+    start_consumer("linkedin")
+    api = ApiProcess(kafka, TOKEN, elasticsearch_url)
+    api.wait_ready()
+    http = httpx.Client(base_url=api.url, headers=api.headers, timeout=30)
+    posting = http.post("/postings", json={"title": "Redrive after a restart", "description": "d"}).json()[
+        "id"
+    ]
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
+    sandbox.faults("linkedin", "reject", posting_ids=[posting])
+    http.put(f"/postings/{posting}", json={"title": "v1", "description": "d"})
+    wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
+    sandbox.faults("linkedin", "none")
+    http.put(f"/postings/{posting}", json={"title": "v2", "description": "d"})
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 2], 30, "version 2")
+    api.stop()
+
+    restarted = ApiProcess(kafka, TOKEN, elasticsearch_url)
+    try:
+        http = httpx.Client(base_url=restarted.url, headers=restarted.headers, timeout=30)
+
+        def answers() -> bool:
+            try:
+                return http.get("/healthz").status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(answers, 60, "the restarted API")
+        answer = http.post("/ops/dead-letters/linkedin/redrive", json={})  # its views may be behind
+        assert answer.status_code == 202, answer.text
+        requested = {r["request_id"] for r in answer.json()["requests"]}
+        from_the_api = len(requested)
+        # A view behind the deliveries offers the resolved letter: what its request comes to,
+        # made certain by writing one as such a view would.
+        stale = requests_for(read_dead_letters(kafka, topics.dlq(Component("linkedin"))), "a stale view", 3)
+        records = [r.record(topics, Destination.LINKEDIN) for r in stale]
+        assert deliver_all(Producer(kafka.producer_config()), records, lambda: False)
+        requested |= {r.request.request_id for r in stale}
+
+        def answered() -> set[str]:
+            return {e.outcome for e in delivery_events(kafka) if e.request_id in requested}
+
+        wait_until(
+            lambda: (
+                len({e.request_id for e in delivery_events(kafka) if e.request_id in requested})
+                == len(requested)
+            ),
+            30,
+            "every redrive's outcome",
+        )
+        assert answered() == {"SKIPPED"}
+        assert [s["version"] for s in sandbox.posting("linkedin", posting)["log"]] == [0, 2]
+        assert sandbox.applied("linkedin", posting) == [0, 2]
+        print(
+            f"{from_the_api} request(s) from the restarted API, {len(stale)} from a stale view: all skipped"
+        )
+    finally:
+        restarted.stop()

@@ -1,0 +1,295 @@
+"""The OAuth token source against a local token endpoint with a fake clock, and the check
+that keeps sandbox credentials away from a real board."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from urllib.parse import parse_qsl
+
+import aiohttp
+import pytest
+from aiohttp import web
+from pydantic import SecretStr
+
+from consumers.boards import settings as board_settings
+from consumers.boards.base import BoardDown, Rejected, Submitted, TokenRefused
+from consumers.boards.employers import EmployerRegistry
+from consumers.boards.indeed import IndeedSettings
+from consumers.boards.legacy import OneAtATime
+from consumers.boards.linkedin import LinkedInSettings
+from consumers.boards.settings import UnsafeBoardSettings
+from consumers.boards.tokens import ClientCredentials, StaticToken, refresh_after, token_source
+from consumers.errors import RejectedError, RetryableError
+from jobpost.sandbox import tokens as sandbox_tokens
+from tests.unit.consumers.board_server import answering, board, run, update
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def granting(expires_in=1800, hold: asyncio.Event | None = None):
+    """A token endpoint giving token-1, token-2, … (after `hold` is set, if given)."""
+    issued = []
+
+    async def handler(_request: web.Request) -> web.Response:
+        if hold is not None:
+            await hold.wait()
+        issued.append(f"token-{len(issued) + 1}")
+        return web.json_response(
+            {"access_token": issued[-1], "expires_in": expires_in, "token_type": "Bearer"}
+        )
+
+    return handler
+
+
+def source(b, clock: Clock) -> ClientCredentials:
+    return ClientCredentials(
+        b.client, "linkedin", f"{b.url}/token", "the-id", SecretStr("a/secret+="), clock=clock
+    )
+
+
+def test_the_token_is_asked_for_with_client_credentials_in_a_form_body():
+    async def scenario():
+        async with board(granting()) as b:
+            assert await source(b, Clock()).token() == "token-1"
+            return b.seen
+
+    (seen,) = run(scenario())
+    assert seen.method == "POST" and seen.path == "/token"
+    assert seen.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert dict(parse_qsl(seen.body.decode())) == {
+        "grant_type": "client_credentials",
+        "client_id": "the-id",
+        "client_secret": "a/secret+=",
+    }
+
+
+@pytest.mark.parametrize("expires_in", [1800, "1800"])  # LinkedIn's page shows a string
+def test_one_token_is_shared_until_80_percent_of_its_life_then_fetched_again(expires_in):
+    async def scenario():
+        clock = Clock()
+        async with board(granting(expires_in)) as b:
+            tokens = source(b, clock)
+            first = [await tokens.token() for _ in range(3)]
+            clock.now += 1439
+            still = await tokens.token()
+            clock.now += 2  # past 1,440 s of 1,800
+            return first, still, await tokens.token(), tokens.fetches
+
+    first, still, later, fetches = run(scenario())
+    assert first == ["token-1"] * 3 and still == "token-1"
+    assert later == "token-2" and fetches == 2
+
+
+def test_the_refresh_comes_at_80_percent_or_a_minute_before_the_end_and_never_before_half():
+    assert refresh_after(1800) == 1440
+    assert refresh_after(3600) == 2880
+    assert refresh_after(200) == 140  # a minute before the end is earlier than 160
+    assert refresh_after(2) == 1  # a 2 s test token: at half its life, not on every call
+
+
+def test_fifty_concurrent_callers_wait_for_one_fetch():
+    async def scenario():
+        hold = asyncio.Event()
+        async with board(granting(hold=hold)) as b:
+            tokens = source(b, Clock())
+            waiting = [asyncio.ensure_future(tokens.token()) for _ in range(50)]
+            await asyncio.sleep(0.05)
+            hold.set()
+            return await asyncio.gather(*waiting), len(b.seen)
+
+    got, fetched = run(scenario())
+    assert got == ["token-1"] * 50 and fetched == 1
+
+
+def test_a_refused_token_is_fetched_again_once_and_an_older_refusal_changes_nothing():
+    async def scenario():
+        async with board(granting()) as b:
+            tokens = source(b, Clock())
+            old = await tokens.token()
+            tokens.expire(old)
+            new = await tokens.token()
+            tokens.expire(old)  # a call that began with the old token reports late
+            return old, new, await tokens.token(), tokens.fetches
+
+    assert run(scenario()) == ("token-1", "token-2", "token-2", 2)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        answering(
+            {"error": "invalid_client", "error_description": "Client authentication failed"}, status=401
+        ),
+        answering({"message": "down"}, status=503),
+        answering(b"<html>oops</html>"),
+        answering({"expires_in": 60}),
+        answering({"access_token": "t", "expires_in": "soon"}),
+        answering({"access_token": "t", "token_type": "mac"}),
+    ],
+)
+def test_a_token_endpoint_that_fails_is_the_board_down_for_every_waiting_caller(answer):
+    async def scenario():
+        async with board(answer) as b:
+            tokens = source(b, Clock())
+            return await asyncio.gather(*(tokens.token() for _ in range(5)), return_exceptions=True), len(
+                b.seen
+            )
+
+    failures, fetched = run(scenario())
+    assert all(isinstance(f, BoardDown) for f in failures) and fetched == 1
+
+
+def test_a_token_endpoint_that_is_not_there_is_the_board_down():
+    async def scenario():
+        async with board(granting()) as b:
+            url = b.url  # nothing listens there once the block is over
+        async with aiohttp.ClientSession() as client:
+            tokens = ClientCredentials(client, "indeed", f"{url}/token", "id", SecretStr("s"))
+            await tokens.token()
+
+    with pytest.raises(BoardDown, match="indeed token endpoint"):
+        run(scenario())
+
+
+def test_a_static_token_is_never_fetched():
+    static = StaticToken(SecretStr("given"))
+    static.expire("given")
+    assert run(static.token()) == "given"
+
+
+def test_the_settings_choose_the_token_source():
+    async def scenario():
+        async with board(granting()) as b:
+            oauth = token_source(b.client, "linkedin", LinkedInSettings(base_url=f"{b.url}/linkedin"))
+            static = token_source(b.client, "indeed", IndeedSettings(access_token=SecretStr("given")))
+            return oauth, static
+
+    oauth, static = run(scenario())
+    assert isinstance(oauth, ClientCredentials) and oauth.url.endswith("/linkedin/oauth/v2/accessToken")
+    assert isinstance(static, StaticToken)
+
+
+def test_the_sandbox_accepts_the_credentials_the_consumers_default_to():
+    assert board_settings.SANDBOX_CLIENT_ID == sandbox_tokens.SANDBOX_CLIENT_ID
+    assert board_settings.SANDBOX_CLIENT_SECRET == sandbox_tokens.SANDBOX_CLIENT_SECRET
+
+
+def test_a_sandbox_needs_no_credentials_of_its_own():
+    LinkedInSettings().check_credentials()
+    IndeedSettings(base_url="http://localhost:8090/indeed").check_credentials()
+    IndeedSettings(base_url="http://sandbox:8090/indeed", sandbox_hosts=["sandbox"]).check_credentials()
+
+
+def test_a_real_board_with_the_sandbox_credentials_refuses_to_start_saying_why():
+    with pytest.raises(UnsafeBoardSettings) as caught:
+        LinkedInSettings(base_url="https://api.linkedin.com").check_credentials()
+    message = str(caught.value)
+    assert "https://api.linkedin.com is a real board" in message
+    assert "JOBPOST_CONSUMER_LINKEDIN__CLIENT_ID" in message
+    assert "JOBPOST_CONSUMER_LINKEDIN__TOKEN_URL is not set" in message
+    assert "JOBPOST_CONSUMER_LINKEDIN__EMPLOYERS_FILE" in message
+    with pytest.raises(UnsafeBoardSettings, match="ACCESS_TOKEN is the sandbox's"):
+        IndeedSettings(
+            base_url="https://apis.indeed.com", access_token=SecretStr("sandbox")
+        ).check_credentials()
+    with pytest.raises(UnsafeBoardSettings, match="CLIENT_SECRET are missing"):
+        IndeedSettings(base_url="https://apis.indeed.com", client_secret=None).check_credentials()
+
+
+def test_a_real_board_with_its_own_credentials_starts(tmp_path):
+    registry = tmp_path / "employers.json"
+    LinkedInSettings(
+        base_url="https://api.linkedin.com",
+        token_url="https://www.linkedin.com/oauth/v2/accessToken",
+        client_id="ours",
+        client_secret=SecretStr("secret"),
+        employers_file=registry,
+    ).check_credentials()
+    IndeedSettings(
+        base_url="https://apis.indeed.com", access_token=SecretStr("from-the-proxy"), employers_file=registry
+    ).check_credentials()
+
+
+def test_an_employer_registry_is_read_from_its_file_and_a_bad_one_stops_the_start(tmp_path):
+    path = tmp_path / "employers.json"
+    path.write_text(
+        json.dumps(
+            {
+                "employers": {
+                    "acme": {
+                        "company_name": "Acme",
+                        "linkedin": {"organization": "urn:li:organization:42"},
+                        "indeed": {
+                            "employer_id": "a-1",
+                            "employer_id_type": "ATS_ID",
+                            "source_name": "Acme",
+                            "country": "FR",
+                        },
+                    }
+                }
+            }
+        )
+    )
+    registry = EmployerRegistry.load(path)
+    assert registry.source == str(path)
+    acme = registry.get("acme")
+    assert (
+        acme is not None
+        and acme.linkedin is not None
+        and acme.linkedin.organization == "urn:li:organization:42"
+    )
+    assert registry.get("default") is None
+    path.write_text(
+        json.dumps({"employers": {"acme": {"company_name": "Acme", "linkedin": {"organization": "acme"}}}})
+    )
+    with pytest.raises(ValueError, match=r"(?s)employer registry .*linkedin\.organization"):
+        EmployerRegistry.load(path)
+
+
+class Adapter:
+    """A board adapter whose outcomes the test sets, for the shim the current runner calls."""
+
+    destination = "linkedin"
+
+    def __init__(self, *results) -> None:
+        self.results = list(results)
+        self.tokens: list[str] = []
+
+    async def send(self, updates, token):
+        self.tokens.append(token)
+        result = self.results.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return [result]
+
+
+class Tokens:
+    def __init__(self) -> None:
+        self.current, self.expired = 1, []
+
+    async def token(self) -> str:
+        return f"t{self.current}"
+
+    def expire(self, token: str) -> None:
+        self.expired.append(token)
+        self.current += 1
+
+
+def test_the_shim_for_the_current_runner_retries_a_refused_token_once_and_maps_outcomes():
+    tokens = Tokens()
+    adapter = Adapter(TokenRefused("401"), Submitted("task"))
+    run(OneAtATime(adapter, tokens).upsert(update()))  # type: ignore[arg-type]
+    assert adapter.tokens == ["t1", "t2"] and tokens.expired == ["t1"]
+    with pytest.raises(RejectedError, match="bad title"):
+        run(OneAtATime(Adapter(Rejected("bad title")), Tokens()).close(update()))  # type: ignore[arg-type]
+    with pytest.raises(RetryableError, match="fresh token"):
+        run(OneAtATime(Adapter(TokenRefused("401"), TokenRefused("401")), Tokens()).upsert(update()))  # type: ignore[arg-type]
+    with pytest.raises(RetryableError):
+        run(OneAtATime(Adapter(BoardDown("refused")), Tokens()).upsert(update()))  # type: ignore[arg-type]
