@@ -4,9 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit lint format bench chaos stack-start stack-stop clean
+.PHONY: run test unit lint format bench chaos stack-start stack-stop clean python-check
 
-$(STAMP): pyproject.toml
+# Before the virtualenv is made: a Python too old, or one without venv, would fail deep in pip.
+python-check:
+	@$(PYTHON) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "make: Python >= 3.11 with venv is needed; $(PYTHON) is $$($(PYTHON) --version 2>/dev/null || echo "not found")" \
+		"(Debian: apt-get install python3-venv; another Python: make PYTHON=python3.12 ...)" >&2; exit 2; }
+
+$(STAMP): pyproject.toml | python-check
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -15,7 +21,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/jobpost run
 
+# First what the suite needs (chromium is installed when missing; what cannot be obtained is
+# named before any test runs), then the servers, then the suite.
 test: $(STAMP)
+	$(BIN)/jobpost doctor --obtain
 	$(BIN)/jobpost stack fetch
 	$(BIN)/pytest
 

@@ -87,3 +87,15 @@ def _cleanup_policy(admin: AdminClient, resource: ConfigResource, future: Any, w
                 raise
         time.sleep(0.2)
         future = admin.describe_configs([resource])[resource]
+
+
+def delete_topics(settings: KafkaSettings, timeout: float = 60.0) -> list[str]:
+    """Delete every topic of the settings' prefix (`<prefix>.*`): what a test or a benchmark
+    made, so a long-lived development broker does not collect thousands of partitions (one
+    ran out of heap at ~14,700). Returns the names deleted."""
+    admin = AdminClient(settings.client_config())
+    prefix = f"{settings.topic_prefix}."
+    names = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
+    for future in admin.delete_topics(names, operation_timeout=30).values() if names else []:
+        future.result(timeout)
+    return names
