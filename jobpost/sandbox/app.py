@@ -19,7 +19,7 @@ from jobpost.sandbox.linkedin import LinkedInBoard
 from jobpost.sandbox.state import BadKeys, BoardState, Clock, element_keys
 from jobpost.sandbox.tokens import token_request
 
-Board = Literal["linkedin", "indeed"]
+Board = Literal["linkedin", "indeed"]  # schemas.topics.BOARDS, as FastAPI checks a path (a unit test agrees)
 NO_END_S = 365 * 24 * 3600  # the `expires_in` of a token issued with no lifetime
 
 

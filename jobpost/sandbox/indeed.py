@@ -31,6 +31,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from jobpost.sandbox.state import BadKeys, BoardState, SandboxPosting, Submission
+from schemas.model import Destination
 
 UPSERT = "createSourcedJobPostings"
 EXPIRE = "expireSourcedJobsBySourcedPostingId"
@@ -82,7 +83,7 @@ def refusal(job: Any) -> str | None:
 
 @dataclass
 class IndeedBoard(BoardState):
-    name: str = "indeed"
+    name: str = Destination.INDEED.value
     answered: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (mutation, key)
     sourced: dict[tuple[str, str], str] = field(default_factory=dict)  # (sourceName, jobPostingId) → id
     owners: dict[str, str] = field(default_factory=dict)  # sourcedPostingId → posting id

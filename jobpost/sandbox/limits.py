@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.model import Destination
+
 WINDOW_S = 60.0
 # Both boards take at most 100 jobs per call: LinkedIn's create-jobs page ("The maximum
 # number of jobs which can be submitted during one batch call is 100"), Indeed's Job Sync
@@ -43,15 +45,15 @@ class Limits(BaseModel):
 # (learn.microsoft.com/linkedin/shared/authentication/client-credentials-flow), Indeed's an
 # hour (docs.indeed.com/authentication/faq).
 DEFAULT_LIMITS = {
-    "linkedin": Limits(token_ttl_s=1800, batch_max=MOST_PER_CALL),
-    "indeed": Limits(token_ttl_s=3600, batch_max=MOST_PER_CALL),
+    Destination.LINKEDIN.value: Limits(token_ttl_s=1800, batch_max=MOST_PER_CALL),
+    Destination.INDEED.value: Limits(token_ttl_s=3600, batch_max=MOST_PER_CALL),
 }
 LINKEDIN_ONLY = ("task_delay_s", "task_fail_probability")
 
 
 def limits_for(board: str, asked: Limits) -> Limits:
     """What a PUT sets: the fields it names, the board's defaults for the rest."""
-    if board != "linkedin" and any(getattr(asked, name) is not None for name in LINKEDIN_ONLY):
+    if board != Destination.LINKEDIN and any(getattr(asked, name) is not None for name in LINKEDIN_ONLY):
         raise ValueError(f"{' and '.join(LINKEDIN_ONLY)} are LinkedIn's (its asynchronous tasks)")
     named: dict[str, Any] = {name: getattr(asked, name) for name in asked.model_fields_set}
     return DEFAULT_LIMITS[board].model_copy(update=named)

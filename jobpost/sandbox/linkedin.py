@@ -33,6 +33,7 @@ from fastapi.responses import JSONResponse
 from jobpost.sandbox.state import BadKeys, BoardState
 from jobpost.sandbox.tasks import TASK_URN, Tasks
 from jobpost.sandbox.tokens import TokenCheck
+from schemas.model import Destination
 
 REQUIRED = (
     "externalJobPostingId",
@@ -98,7 +99,7 @@ def refused(status: int, message: str) -> dict[str, Any]:
 
 @dataclass
 class LinkedInBoard(BoardState):
-    name: str = "linkedin"
+    name: str = Destination.LINKEDIN.value
     tasks: Tasks = field(default_factory=Tasks)
     answered: dict[str, str] = field(default_factory=dict)  # idempotency key → its task
 

@@ -5,14 +5,16 @@ tests/integration/consumers/test_board_adapters.py)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 
 from jobpost.sandbox import create_sandbox
+from jobpost.sandbox.app import Board
 from jobpost.sandbox.state import Clock
 from jobpost.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
+from schemas.topics import BOARDS
 
 NOW_MS = 1_700_000_000_000
 CREDENTIALS = {
@@ -334,3 +336,7 @@ def test_an_outage_resets_every_call_to_the_board_its_token_endpoint_included():
 
     failures, other_board = scenario(body)
     assert len(failures) == 2 and other_board
+
+
+def test_the_sandboxs_boards_are_the_destinations_boards():
+    assert set(get_args(Board)) == {board.value for board in BOARDS}
