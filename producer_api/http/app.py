@@ -17,9 +17,14 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from producer_api.audit import Audit
+from producer_api.bulkhead import Bulkhead
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
-from producer_api.http import problems
+from producer_api.http import docs, problems
+from producer_api.http.headers import SecurityHeaders
+from producer_api.http.identity import Identity
+from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.problems import Problem
 from producer_api.http.routes import health, operations, postings
 from producer_api.operations import Operations
@@ -51,9 +56,14 @@ _PROBLEM_OF = {
 }
 
 
-def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
+def create_app(
+    settings: ApiSettings,
+    sequencer_settings: SequencerSettings | None = None,
+    identity: Identity | None = None,
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.identity = identity or Identity.of(settings)
         commands = CommandClient(settings.kafka)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
@@ -69,10 +79,12 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             sequencing.daemon = True
             sequencing.start()
         app.state.settings = settings
-        app.state.tokens = settings.token_set()
-        search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
+        audit = app.state.audit = Audit(settings.kafka)
+        searches = Bulkhead("searches", settings.searches_max, settings.strong_read_timeout_s)
+        strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
+        search = TitleSearch(settings.elasticsearch_url, settings.search_alias, searches)
         app.state.service = PostingService(
-            commands, view, deliveries, search, settings.write_timeout_s, events
+            commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
         )
         app.state.operations = Operations(settings, deliveries)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
@@ -90,6 +102,9 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             app.state.operations.close()
             commands.close()
             search.close()
+            searches.close()
+            strong_reads.close()
+            audit.close()
 
     app = FastAPI(
         title="jobpost",
@@ -97,6 +112,10 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         description="Job postings, versioned by one writer per posting and delivered in order "
         "to LinkedIn, Indeed and search.",
         lifespan=lifespan,
+        # Served from the package by producer_api.http.docs (no CDN), or not at all.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if settings.docs else None,
     )
     problems.install(app)
     problems.document(app)
@@ -117,11 +136,15 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         ).response()
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ConcurrencyLimit, limit=settings.max_concurrent_requests)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestTimer)
     app.include_router(health.router)
     app.include_router(postings.router)
     app.include_router(operations.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
+    if settings.docs:
+        docs.install(app)
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
