@@ -28,11 +28,13 @@ from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.problems import Problem
 from producer_api.http.routes import health, operations, postings
 from producer_api.operations import Operations
+from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingError, PostingService, Refusal, Unavailable
 from runtime import write_stages
+from schemas.topics import BOARDS
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer
 
@@ -68,10 +70,13 @@ def create_app(
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
         events = DeliveryEventsView(settings.kafka, settings.state)
+        letters = {board: DeadLettersView(settings.kafka, board, settings.state) for board in BOARDS}
         commands.start()
         view.start()
         deliveries.start()
         events.start()
+        for index in letters.values():
+            index.start()
         sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
@@ -86,7 +91,7 @@ def create_app(
         app.state.service = PostingService(
             commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
         )
-        app.state.operations = Operations(settings, deliveries)
+        app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
         try:
             yield
@@ -99,6 +104,8 @@ def create_app(
             view.close()
             deliveries.close()
             events.close()
+            for index in letters.values():
+                index.close()
             app.state.operations.close()
             commands.close()
             search.close()

@@ -46,6 +46,10 @@ def deleted(version: int, last_update_time_millis: int | None, employer: str | N
     return _DELETED + _HEADER.pack(version, millis) + (employer or "").encode()
 
 
+def is_deleted(value: bytes) -> bool:
+    return value[:1] == _DELETED
+
+
 def employer(value: bytes) -> str | None:
     """The employer of a stored value (None: a deleted posting's that was never known)."""
     if value[:1] == _DELETED:

@@ -54,6 +54,12 @@ class PostingsView(LogView):
         stored = None if value is None else view_state.posting_view(posting_id, value)
         return view_state.newest(stored, self.recent.get(posting_id))
 
+    def deleted_at(self, posting_id: str) -> int | None:
+        """The version that deleted the posting, if the view has read its delete (no text
+        is decoded)."""
+        value = self._stored(posting_id)
+        return None if value is None or not view_state.is_deleted(value) else view_state.header(value)[0]
+
     def observe(self, view: PostingView) -> None:
         """Take a version this replica learnt from a reply (read-your-writes), if newer."""
         value = self._stored(view.id)

@@ -59,7 +59,8 @@ def test_a_deleted_posting_keeps_no_title_in_its_versions_and_only_its_employer(
     assert {line.title for line in lines} == {""}
     assert lines[-1] == VersionLine(60, Op.DELETED, 1060, "")
     seen = view.get("p1")
-    assert seen is not None and (seen.deleted, seen.version, seen.employer, seen.posting) == (True, 60, "acme", None)
+    assert seen is not None
+    assert (seen.deleted, seen.version, seen.employer, seen.posting) == (True, 60, "acme", None)
     assert not any(b"T5" in value for _, value in store.items())  # no title left anywhere in the store
 
 
