@@ -141,7 +141,7 @@ def test_a_jwt_of_the_issuer_is_its_subject_with_the_employer_and_scopes_of_its_
         ),  # the kid's key did not sign it
         token(kid="k2"),  # a key the JWKS does not have
         token(employer=None),
-        jwt.encode({"sub": "x"}, "a shared secret of 32 or more bytes", algorithm="HS256", headers={"kid": "k1"}),
+        jwt.encode({"sub": "x"}, "s" * 32, algorithm="HS256", headers={"kid": "k1"}),  # a shared secret
     ],
     ids=["expired", "audience", "issuer", "wrong-key", "unknown-kid", "no-employer", "hs256"],
 )
