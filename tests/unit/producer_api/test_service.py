@@ -179,7 +179,12 @@ def test_an_accepted_write_is_audited_with_its_credential_and_version():
     audit = Recorder()
     kafka = KafkaSettings()
     postings = PostingService(
-        FakeCommands(version=3), PostingsView(kafka), DeliveriesView(kafka), None, 1.0, audit=audit  # type: ignore[arg-type]
+        FakeCommands(version=3),
+        PostingsView(kafka),
+        DeliveriesView(kafka),
+        None,
+        1.0,
+        audit=audit,  # type: ignore[arg-type]
     )
     asyncio.run(postings.replace(ACME, "p1", Posting("T", ""), None, None))
     postings.commands.answer = (Outcome.NOT_FOUND, None, False)  # type: ignore[attr-defined]
