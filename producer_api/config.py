@@ -45,6 +45,11 @@ class ApiSettings(BaseSettings):
     searches_max: int = Field(default=8, ge=1, description="searches at the search server at once")
     timeout_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed")
     docs: bool = Field(default=True, description="serve /docs, /redoc and /openapi.json")
+    internal_host: str = "127.0.0.1"
+    internal_port: int | None = Field(
+        default=None,
+        description="serve /metrics, /readyz and the docs on this port only (none: on the API's)",
+    )
     embedded_sequencer: bool = Field(default=True, description="run a sequencer member in the API process")
     write_timeout_s: float = Field(default=10.0, gt=0, description="after this a write answers 503")
     strong_read_timeout_s: float = Field(default=5.0, gt=0)

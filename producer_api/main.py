@@ -11,6 +11,7 @@ from producer_api.config import ApiSettings
 from producer_api.credentials import CredentialsError
 from producer_api.http.app import create_app
 from producer_api.http.identity import Identity
+from producer_api.http.ports import bound
 from sequencer.config import SequencerSettings
 
 
@@ -42,7 +43,7 @@ def run_api() -> None:
     # log_config=None: uvicorn logs through the root handler, as JSON lines like the rest.
     # Its own concurrency bound is a backstop above the app's (which answers problem+json):
     # past it uvicorn answers a bare 503 before any of the app runs.
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -52,3 +53,7 @@ def run_api() -> None:
         timeout_keep_alive=settings.timeout_keep_alive_s,
         timeout_graceful_shutdown=15,
     )
+    sockets = None
+    if settings.internal_port is not None:  # one server on two sockets: ports.PortSplit says what is where
+        sockets = [bound(settings.host, settings.port), bound(settings.internal_host, settings.internal_port)]
+    uvicorn.Server(config).run(sockets=sockets)

@@ -25,6 +25,7 @@ from producer_api.http import docs, problems
 from producer_api.http.headers import SecurityHeaders
 from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
+from producer_api.http.ports import PortSplit
 from producer_api.http.problems import Problem
 from producer_api.http.routes import health, operations, postings
 from producer_api.operations import Operations
@@ -144,6 +145,8 @@ def create_app(
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(ConcurrencyLimit, limit=settings.max_concurrent_requests)
+    if settings.internal_port is not None:
+        app.add_middleware(PortSplit, internal_port=settings.internal_port)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestTimer)
     app.include_router(health.router)

@@ -105,3 +105,16 @@ def test_past_the_bound_on_requests_in_flight_the_answer_is_503_at_once():
     assert refused[0] == 503 and refused[1]["retry-after"] == "1"
     assert refused[1]["content-type"] == "application/problem+json"
     assert sorted(status for status, _ in answers) == [200, 200, 200, 503]
+
+
+def test_with_an_internal_port_the_operators_endpoints_are_only_there():
+    app = create_app(ApiSettings(tokens="t", port=8000, internal_port=9000))
+    public = TestClient(app, base_url="http://127.0.0.1:8000")
+    on_internal = TestClient(app, base_url="http://127.0.0.1:9000")
+    # The test client names the server by its base URL, as the listening socket would.
+    for path in ("/metrics", "/openapi.json", "/docs"):
+        assert public.get(path).status_code == 404
+        assert on_internal.get(path).status_code == 200
+    assert public.get("/ui/").status_code == 200  # the API and the page are public
+    assert on_internal.get("/ui/").status_code == 404
+    assert public.get("/healthz").status_code == on_internal.get("/healthz").status_code == 200
