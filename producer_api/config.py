@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from producer_api.oidc import OidcSettings
 from runtime.kafka import KafkaSettings
 from runtime.stores import StateSettings
 from schemas.enums import Destination
@@ -21,7 +24,32 @@ class ApiSettings(BaseSettings):
     state: StateSettings = Field(default_factory=StateSettings)
     host: str = "127.0.0.1"
     port: int = 8000
-    tokens: SecretStr = Field(default=SecretStr(""), description="accepted bearer tokens, comma-separated")
+    tokens: SecretStr = Field(
+        default=SecretStr(""),
+        description="development tokens (every scope, employer default), comma-separated",
+    )
+    credentials_file: Path | None = Field(
+        default=None,
+        description="JSON of credentials (name, token_sha256, employer, scopes), re-read on change",
+    )
+    credentials_check_s: float = Field(
+        default=1.0, gt=0, description="how often the file's mtime is looked at"
+    )
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
+    rate_limit: str | None = Field(
+        default="1000/second",
+        description='requests per credential, e.g. "100/second" (limits\' notation); none: off',
+    )
+    max_concurrent_requests: int = Field(default=256, ge=1, description="in flight at once; past it 503")
+    strong_reads_max: int = Field(default=32, ge=1, description="?consistency=strong reads waiting at once")
+    searches_max: int = Field(default=8, ge=1, description="searches at the search server at once")
+    timeout_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed")
+    docs: bool = Field(default=True, description="serve /docs, /redoc and /openapi.json")
+    internal_host: str = "127.0.0.1"
+    internal_port: int | None = Field(
+        default=None,
+        description="serve /metrics, /readyz and the docs on this port only (none: on the API's)",
+    )
     embedded_sequencer: bool = Field(default=True, description="run a sequencer member in the API process")
     write_timeout_s: float = Field(
         default=10.0, gt=0, description="a write is answered within this: applied, 503 (never applied) or 504"
@@ -85,3 +113,7 @@ class ApiSettings(BaseSettings):
 
     def token_set(self) -> list[str]:
         return [t.strip() for t in self.tokens.get_secret_value().split(",") if t.strip()]
+
+    def any_credentials(self) -> bool:
+        """Whether any token can be accepted (an API that accepts none refuses everything)."""
+        return bool(self.token_set()) or self.credentials_file is not None or self.oidc.enabled

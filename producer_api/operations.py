@@ -7,27 +7,39 @@ consumer handles it in the posting's lane and publishes its outcome as delivery 
 (the posting's timeline). This process never calls a board and holds no board credentials.
 A letter is `resolved` once its version, or a newer one, was delivered (as this replica's
 view of `jobpost.deliveries` knows it: a view that is behind may offer a resolved letter,
-whose redrive the lane then skips).
+whose redrive the lane then skips), or once its posting was deleted by a later version (a
+deleted posting's versions are never sent again: its delete closes it at the board).
+
+Nothing here reads a whole topic per request or makes a client per call, except a redrive
+(an operator's action, which needs the letters' records): the lists come from each board's
+index of its letters (`producer_api.read.dead_letters`), presented at most once a second per
+board however many tabs ask, and the lag from one admin client and one probe consumer for
+the process's life, likewise at most once a second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 import httpx
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producer_api.config import ApiSettings
-from producer_api.read.views import DeliveriesView
+from producer_api.read.dead_letters import DeadLettersView
+from producer_api.read.views import DeliveriesView, PostingsView
 from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
 from schemas.topics import BOARDS, Component, Topics
 
+T = TypeVar("T")
 _LISTED = 500  # newest letters a list shows
 _COUNTED = 1000  # a lag up to this many offsets is counted record by record
 
@@ -36,22 +48,63 @@ class SandboxMissing(Exception):
     """No job-board sandbox runs with this API."""
 
 
+class Recent(Generic[T]):
+    """An answer computed at most once per `max_age_s`: callers within that time share it,
+    and callers that arrive while it is being computed wait for that computation."""
+
+    def __init__(self, max_age_s: float = 1.0) -> None:
+        self.max_age_s = max_age_s
+        self._value: tuple[float, T] | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self, compute: Callable[[], Awaitable[T]]) -> T:
+        async with self._lock:
+            if self._value is None or time.monotonic() - self._value[0] >= self.max_age_s:
+                self._value = (time.monotonic(), await compute())
+            return self._value[1]
+
+
 class Operations:
-    def __init__(self, settings: ApiSettings, deliveries: DeliveriesView) -> None:
+    def __init__(
+        self,
+        settings: ApiSettings,
+        deliveries: DeliveriesView,
+        postings: PostingsView | None = None,
+        letters: dict[Destination, DeadLettersView] | None = None,
+    ) -> None:
         self.settings = settings
         self.deliveries = deliveries
+        self.postings = postings
+        self.letters = letters or {}
         self.topics = Topics(settings.kafka.topic_prefix)
         self._producer: Producer | None = None
         self._lock = asyncio.Lock()  # one redrive at a time
+        self._listed = {board: Recent[list[dict[str, Any]]]() for board in BOARDS}
+        self._lags = Recent[list[dict[str, Any]]]()
+        self._lag_clients: tuple[AdminClient, Consumer] | None = None
+        self._lag_lock = threading.Lock()  # the probe consumer's assignment is one at a time
 
     def delivered_version(self, board: Destination, posting_id: str) -> int:
         state = self.deliveries.get(posting_id).get(board)
         return -1 if state is None or state.delivered_version is None else state.delivered_version
 
     async def dead_letters(self, board: Destination) -> list[dict[str, Any]]:
-        """The board's letters, newest first, one per posting version (the newest letter)."""
-        letters = await asyncio.to_thread(self._letters, board)
-        return [self._present(board, letter) for letter in letters[:_LISTED]]
+        """The board's letters, newest first, one per posting version (the newest letter),
+        from its index."""
+        return await self._listed[board].get(lambda: asyncio.to_thread(self._from_index, board))
+
+    def _from_index(self, board: Destination) -> list[dict[str, Any]]:
+        index = self.letters.get(board)
+        letters = [] if index is None else index.newest()[:_LISTED]
+        return [
+            {
+                **dataclasses.asdict(letter),
+                "resolved": letter.posting_id is not None
+                and letter.version is not None
+                and self._settled(board, letter.posting_id, letter.version),
+            }
+            for letter in letters
+        ]
 
     async def redrive(
         self, board: Destination, partition: int | None, offset: int | None, requested_by: str
@@ -81,7 +134,7 @@ class Operations:
         ]
 
     async def lag(self) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self._lag)
+        return await self._lags.get(lambda: asyncio.to_thread(self._lag))
 
     async def boards(self) -> dict[str, Any]:
         if not self.settings.sandbox_url:
@@ -106,6 +159,10 @@ class Operations:
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(5)
+        with self._lag_lock:
+            if self._lag_clients is not None:
+                self._lag_clients[1].close()
+                self._lag_clients = None
 
     def _letters(self, board: Destination) -> list[DeadLetter]:
         topic = self.topics.dlq(Component(board.value))
@@ -113,36 +170,37 @@ class Operations:
 
     def _resolved(self, board: Destination, letter: DeadLetter) -> bool:
         update = letter.update
-        return update is not None and self.delivered_version(board, update.posting_id) >= update.version
+        return update is not None and self._settled(board, update.posting_id, update.version)
 
-    def _present(self, board: Destination, letter: DeadLetter) -> dict[str, Any]:
-        update = letter.update
-        return {
-            "partition": letter.partition,
-            "offset": letter.offset,
-            "posting_id": None if update is None else update.posting_id,
-            "version": None if update is None else update.version,
-            "op": None if update is None else update.op.value,
-            "error": letter.error,
-            "attempts": letter.attempts,
-            "at": letter.at,
-            "resolved": self._resolved(board, letter),
-        }
+    def _settled(self, board: Destination, posting_id: str, version: int) -> bool:
+        """Nothing left to redrive: the version or a newer one was delivered, or a later
+        version deleted the posting (a DELETE letter itself stays redrivable)."""
+        if self.delivered_version(board, posting_id) >= version:
+            return True
+        deleted_at = None if self.postings is None else self.postings.deleted_at(posting_id)
+        return deleted_at is not None and deleted_at > version
 
     def _producer_or_new(self) -> Producer:
         if self._producer is None:
             self._producer = Producer(self.settings.kafka.producer_config())
         return self._producer
 
+    def _clients(self) -> tuple[AdminClient, Consumer]:
+        """The admin client and probe consumer of the lag panel, made once (under _lag_lock)."""
+        if self._lag_clients is None:
+            kafka = self.settings.kafka
+            probe = Consumer(
+                kafka.consumer_config(f"{kafka.topic_prefix}-lag-probe", **{"enable.partition.eof": True})
+            )
+            self._lag_clients = (AdminClient(kafka.client_config()), probe)
+        return self._lag_clients
+
     def _lag(self) -> list[dict[str, Any]]:
         kafka = self.settings.kafka
         partitions = [TopicPartition(self.topics.postings, p) for p in range(kafka.partitions)]
         groups = self.settings.delivery_groups()
-        admin = AdminClient(kafka.client_config())
-        probe = Consumer(
-            kafka.consumer_config(f"{kafka.topic_prefix}-lag-probe", **{"enable.partition.eof": True})
-        )
-        try:
+        with self._lag_lock:
+            admin, probe = self._clients()
             ends = {tp.partition: probe.get_watermark_offsets(tp, timeout=5) for tp in partitions}
             found = []
             for destination, group in groups.items():
@@ -156,8 +214,6 @@ class Operations:
                 lag = sum(_records_after(probe, self.topics.postings, behind, ends).values())
                 found.append({"group": group, "destination": destination.value, "lag": lag})
             return found
-        finally:
-            probe.close()
 
 
 def _records_after(

@@ -8,12 +8,14 @@
 - elasticsearch: the search server answers.
 
 Each check that fails names why, so an operator sees "partitions [0, 3] restoring" rather
-than a bare false.
+than a bare false; never with an exception's text (the answer needs no token: what a
+client library says about the cluster goes to the log only).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import httpx
@@ -25,6 +27,7 @@ from producer_api.read.log_view import LogView, ViewStatus
 from schemas.topics import Topics
 from sequencer.member import Sequencer
 
+log = logging.getLogger(__name__)
 Checks = dict[str, str | None]  # check -> None when it passes, else why not
 
 
@@ -78,8 +81,10 @@ class Readiness:
         try:
             metadata = self._admin.list_topics(topic, timeout=2).topics[topic]
             group = self._admin.describe_consumer_groups([group_id], request_timeout=2)[group_id].result(3)
-        except Exception as exc:  # noqa: BLE001 - any failure to ask means "not known to be ready"
-            return f"cannot describe the sequencer group: {exc}"
+        except Exception:  # any failure to ask means "not known to be ready"
+            # The answer is unauthenticated: it names the check, the log keeps Kafka's words.
+            log.warning("readiness: cannot describe the sequencer group", exc_info=True)
+            return "cannot describe the sequencer group (the API's log says why)"
         owned = {
             tp.partition
             for member in group.members
@@ -94,7 +99,8 @@ class Readiness:
             async with httpx.AsyncClient(timeout=2) as client:
                 health = await client.get(f"{self.settings.elasticsearch_url}/_cluster/health")
         except httpx.HTTPError as exc:
-            return f"the search server does not answer: {exc!r}"
+            log.warning("readiness: the search server does not answer: %r", exc)
+            return f"the search server does not answer ({type(exc).__name__})"
         status = health.json().get("status") if health.status_code == 200 else None
         return None if status in ("green", "yellow") else f"the search server's health is {status}"
 

@@ -6,10 +6,12 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from producer_api.audit import Audit
+from producer_api.bulkhead import Bulkhead, BulkheadFull
+from producer_api.callers import Caller
 from producer_api.commands import CommandClient, NotWritten
 from producer_api.read import timeline
 from producer_api.read.progress import Progress, progress
@@ -22,21 +24,6 @@ from schemas.search import SearchDocument
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
 # same posting (and the sequencer recognises the request) instead of making a second one.
 _ID_NAMESPACE = uuid.UUID("4f1d2c8e-9b0a-4e57-a3c1-6a2b7f0e9d11")
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who asks: the credential's name (the actor recorded with what it writes) and its
-    employer; an operator acts on every employer's postings."""
-
-    name: str
-    employer: str = DEFAULT_EMPLOYER
-    operator: bool = False
-
-    @property
-    def acting_for(self) -> str:
-        """The employer a change of an existing posting is made for (ANY: an operator's)."""
-        return ANY_EMPLOYER if self.operator else self.employer
 
 
 class Refusal(StrEnum):
@@ -122,8 +109,12 @@ class PostingService:
         search: TitleSearch,
         write_timeout_s: float,
         events: DeliveryEventsView | None = None,
+        audit: Audit | None = None,
+        strong_reads: Bulkhead | None = None,
     ) -> None:
         self.commands = commands
+        self.audit = audit
+        self.strong_reads = strong_reads
         self.view = view
         self.deliveries_view = deliveries
         self.events = events
@@ -131,10 +122,13 @@ class PostingService:
         self.write_timeout_s = write_timeout_s
 
     async def search(
-        self, text: str, limit: int, cursor: str | None
+        self, caller: Caller, text: str, limit: int, cursor: str | None
     ) -> tuple[list[SearchDocument], str | None]:
+        """The caller's employer's postings only (an operator's: every employer's)."""
         try:
-            return await self.titles.search(text, limit, cursor)
+            return await self.titles.search(text, limit, cursor, None if caller.operator else caller.employer)
+        except BulkheadFull as exc:
+            raise Unavailable(str(exc)) from exc
         except BadCursor as exc:
             raise PostingError(Refusal.BAD_CURSOR, str(exc)) from exc
         except SearchUnavailable as exc:
@@ -160,33 +154,46 @@ class PostingService:
             caller, caller.acting_for, Action.DELETE, posting_id, request_id, None, expected
         )
 
-    async def get(self, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
+    async def get(self, caller: Caller, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
         if strong:
-            try:
-                await self.view.wait_for_end(posting_id, timeout_s)
-            except Exception as exc:
-                raise Unavailable(f"the read view did not catch up: {exc}") from exc
-        view = self._found(posting_id)
+            await self._caught_up(posting_id, timeout_s)
+        view = self._found(caller, posting_id)
         if view.deleted:
             raise PostingError(Refusal.GONE, version=view.version)
         return view
 
-    def _found(self, posting_id: str) -> PostingView:
+    async def _caught_up(self, posting_id: str, timeout_s: float) -> None:
+        """Wait until the view has read what was committed before now (within a slot of the
+        strong reads' bulkhead, its end offset asked on the bulkhead's own threads)."""
+        try:
+            if self.strong_reads is None:
+                await self.view.wait_for_end(posting_id, timeout_s)
+                return
+            async with self.strong_reads.slot():
+                await self.view.wait_for_end(posting_id, timeout_s, self.strong_reads.thread)
+        except Exception as exc:
+            raise Unavailable(f"the read view did not catch up: {exc}") from exc
+
+    def _found(self, caller: Caller, posting_id: str) -> PostingView:
+        """The posting, if it exists for this caller: another employer's is not found,
+        whether it lives or was deleted."""
         view = self.view.get(posting_id)
         if view is None:
             if self.view.restoring(posting_id):  # not read yet is not "not found"
                 raise Unavailable("this replica is still reading the posting's partition")
             raise PostingError(Refusal.NOT_FOUND)
+        if not caller.sees(view.employer):
+            raise PostingError(Refusal.NOT_FOUND)
         return view
 
-    def deliveries(self, posting_id: str) -> tuple[PostingView, list[Progress]]:
+    def deliveries(self, caller: Caller, posting_id: str) -> tuple[PostingView, list[Progress]]:
         """The posting's newest version and its progress at every destination."""
-        view = self._found(posting_id)
+        view = self._found(caller, posting_id)
         return view, progress(self.deliveries_view.get(posting_id), view.version)
 
-    def timeline(self, posting_id: str) -> Timeline:
+    def timeline(self, caller: Caller, posting_id: str) -> Timeline:
         """The posting's versions and what each came to at every destination."""
-        view = self._found(posting_id)
+        view = self._found(caller, posting_id)
         versions = [v for v in self.view.versions(posting_id) if v.version <= view.version]
         if not versions:
             title = view.posting.title if view.posting else ""
@@ -231,14 +238,27 @@ class PostingService:
         if reply.outcome != Outcome.ACCEPTED:
             raise PostingError(Refusal.of(reply.outcome), version=reply.version)
         assert reply.version is not None  # an accepted command always has a version
+        if self.audit is not None:
+            self.audit.accepted(caller, action, posting_id, reply.version)
         # A replay of an earlier request had the same body (its fingerprint matched), so the
-        # request's own body is the posting at the version the reply names.
+        # request's own body is the posting at the version the reply names. An accepted
+        # command of one employer is about that employer's posting; an operator's, about
+        # the employer the view knows (read-your-writes waits for the view when it knows none).
+        owner = self._owner(employer, posting_id)
         view = PostingView(
             posting_id,
             reply.version,
             reply.deleted,
             None if reply.deleted else posting,
             reply.last_update_time_millis,
+            owner,
         )
-        self.view.observe(view)
+        if owner is not None:
+            self.view.observe(view)
         return view
+
+    def _owner(self, employer: str, posting_id: str) -> str | None:
+        if employer != ANY_EMPLOYER:
+            return employer
+        known = self.view.get(posting_id)
+        return None if known is None else known.employer

@@ -10,7 +10,16 @@ import logging
 import sys
 import time
 
-CONTEXT_FIELDS = ("posting_id", "version", "destination", "group", "partition", "offset", "component")
+CONTEXT_FIELDS = (
+    "posting_id",
+    "version",
+    "destination",
+    "group",
+    "partition",
+    "offset",
+    "component",
+    "audit",
+)
 
 
 class JsonFormatter(logging.Formatter):

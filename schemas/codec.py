@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from schemas.audit import AuditEvent
 from schemas.changelog import SequencerState
 from schemas.events import DeliveryEvent
 from schemas.model import Command, DeliveryState, PostingUpdate, Reply
@@ -184,3 +185,8 @@ def delivery_events() -> RecordCodec[DeliveryEvent]:
 @cache
 def redrive_requests() -> RecordCodec[RedriveRequest]:
     return RecordCodec(AvroCodec.for_record("redrive_request"), RedriveRequest.from_avro)
+
+
+@cache
+def audit_events() -> RecordCodec[AuditEvent]:
+    return RecordCodec(AvroCodec.for_record("audit_event"), AuditEvent.from_avro)

@@ -4,6 +4,9 @@ The indexer builds one from each PostingUpdate and writes `to_source()`; the API
 hit's `_source` back with `from_source()`. The index template's mapping
 (`search_indexer.index.template`) has exactly these fields and the API's query names no
 others (unit tests check both).
+
+A deleted posting's document keeps only its id, version, status and employer: no text of
+it stays searchable or readable in the index (`DELETED_FIELDS`).
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from schemas.model import Op, PostingUpdate
+from schemas.model import DEFAULT_EMPLOYER, Op, PostingUpdate
 
 Status = Literal["active", "deleted"]
+DELETED_FIELDS = ("id", "version", "status", "employer")  # what a deleted posting's document keeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,21 +29,27 @@ class SearchDocument:
     version: int
     status: Status  # a DELETED version marks the document deleted, never removes it
     last_update_time: int  # epoch millis
+    employer: str = DEFAULT_EMPLOYER  # whose posting (a document indexed before employers: the default's)
 
     @classmethod
     def of(cls, update: PostingUpdate) -> SearchDocument:
         posting = update.posting
+        if update.op == Op.DELETED:  # the record carries the text it deletes: the document keeps none
+            return cls(update.posting_id, "", "", "", update.version, "deleted", 0, update.employer)
         return cls(
             id=update.posting_id,
             title=posting.title,
             description=posting.description,
             notes=posting.notes,
             version=update.version,
-            status="deleted" if update.op == Op.DELETED else "active",
+            status="active",
             last_update_time=update.last_update_time_millis,
+            employer=update.employer,
         )
 
     def to_source(self) -> dict[str, Any]:
+        if self.status == "deleted":
+            return {"id": self.id, "version": self.version, "status": self.status, "employer": self.employer}
         return {
             "id": self.id,
             "title": self.title,
@@ -48,16 +58,18 @@ class SearchDocument:
             "version": self.version,
             "status": self.status,
             "last_update_time": self.last_update_time,
+            "employer": self.employer,
         }
 
     @classmethod
     def from_source(cls, source: dict[str, Any]) -> SearchDocument:
         return cls(
             source["id"],
-            source["title"],
-            source["description"],
-            source["notes"],
+            source.get("title", ""),
+            source.get("description", ""),
+            source.get("notes", ""),
             source["version"],
             source["status"],
-            source["last_update_time"],
+            source.get("last_update_time", 0),
+            source.get("employer", DEFAULT_EMPLOYER),
         )

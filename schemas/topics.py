@@ -10,6 +10,7 @@ from enum import StrEnum
 from schemas.enums import Destination
 
 DAY_MS = 24 * 3600 * 1000
+AUDIT_DAYS = 365  # the audit topic's retention: a year of who did what
 
 
 BOARDS = (Destination.LINKEDIN, Destination.INDEED)  # the destinations that are job boards
@@ -92,6 +93,12 @@ class Topics:
         posting id, co-partitioned with postings: the board's consumer reads them."""
         return f"{self.prefix}.{board.value}.redrive"
 
+    @property
+    def audit(self) -> str:
+        """Who did what (`schemas.audit.AuditEvent`): every accepted write and operator
+        action, kept a year."""
+        return f"{self.prefix}.audit"
+
     def group(self, component: Component) -> str:
         """The default group id of a component (a deployable's settings may name another)."""
         return component.group_id(self.prefix)
@@ -123,6 +130,9 @@ class Topics:
                     self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
                 )
                 for d in Component
+            ),
+            TopicSpec(
+                self.audit, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(AUDIT_DAYS * DAY_MS)}
             ),
             *(
                 TopicSpec(

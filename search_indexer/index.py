@@ -36,6 +36,7 @@ def template(alias: str, index_description: bool, replicas: int) -> dict[str, An
                     "version": {"type": "long"},
                     "status": {"type": "keyword"},
                     "last_update_time": {"type": "date", "format": "epoch_millis"},
+                    "employer": {"type": "keyword"},
                 },
             },
         },
@@ -45,14 +46,29 @@ def template(alias: str, index_description: bool, replicas: int) -> dict[str, An
 def ensure_index(es: Elasticsearch, alias: str, index_description: bool = False, replicas: int = 0) -> str:
     """Install the template and, when the alias is missing, a first index behind it.
     Returns the index the alias points to."""
-    es.indices.put_index_template(name=alias, **template(alias, index_description, replicas))
+    wanted = template(alias, index_description, replicas)
+    es.indices.put_index_template(name=alias, **wanted)
     try:
-        return next(iter(es.indices.get_alias(name=alias)))
+        current = next(iter(es.indices.get_alias(name=alias)))
     except NotFoundError:
         pass
+    else:
+        add_missing_fields(es, current, wanted["template"]["mappings"]["properties"])
+        return current
     index = new_index_name(alias)
     es.indices.create(index=index, aliases={alias: {"is_write_index": True}})
     return index
+
+
+def add_missing_fields(es: Elasticsearch, index: str, properties: dict[str, Any]) -> list[str]:
+    """Map the fields a document has gained since `index` was made (its mapping is strict:
+    a document with an unmapped field would be refused). Fields already mapped are left as
+    they are: a mapping cannot change a field's type in place (that takes a reindex)."""
+    mapped = es.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
+    missing = {name: spec for name, spec in properties.items() if name not in mapped}
+    if missing:
+        es.indices.put_mapping(index=index, properties=missing)
+    return sorted(missing)
 
 
 def new_index_name(alias: str) -> str:

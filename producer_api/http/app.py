@@ -17,18 +17,26 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from producer_api.audit import Audit
+from producer_api.bulkhead import Bulkhead
 from producer_api.commands import CommandClient, OutcomeUnknown
 from producer_api.config import ApiSettings
-from producer_api.http import problems
+from producer_api.http import docs, problems
+from producer_api.http.headers import SecurityHeaders
+from producer_api.http.identity import Identity
+from producer_api.http.limits import ConcurrencyLimit
+from producer_api.http.ports import PortSplit
 from producer_api.http.problems import Problem
 from producer_api.http.routes import health, operations, postings, snapshot
 from producer_api.operations import Operations
+from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingError, PostingService, Refusal, Unavailable
 from runtime import write_stages
 from runtime.snapshots import fetch, has_state
+from schemas.topics import BOARDS
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer
 
@@ -52,9 +60,14 @@ _PROBLEM_OF = {
 }
 
 
-def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | None = None) -> FastAPI:
+def create_app(
+    settings: ApiSettings,
+    sequencer_settings: SequencerSettings | None = None,
+    identity: Identity | None = None,
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.identity = identity or Identity.of(settings)
         if settings.peers() and not has_state(settings.state.dir, PostingsView.reader):
             # A new replica: a live one's stores, then only what came since, from Kafka.
             await asyncio.to_thread(fetch, settings.peers(), settings.peer_token(), settings.state.dir)
@@ -62,10 +75,13 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
         events = DeliveryEventsView(settings.kafka, settings.state)
+        letters = {board: DeadLettersView(settings.kafka, board, settings.state) for board in BOARDS}
         commands.start()
         view.start()
         deliveries.start()
         events.start()
+        for index in letters.values():
+            index.start()
         sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
@@ -73,12 +89,14 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             sequencing.daemon = True
             sequencing.start()
         app.state.settings = settings
-        app.state.tokens = settings.token_set()
-        search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
+        audit = app.state.audit = Audit(settings.kafka)
+        searches = Bulkhead("searches", settings.searches_max, settings.strong_read_timeout_s)
+        strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
+        search = TitleSearch(settings.elasticsearch_url, settings.search_alias, searches)
         app.state.service = PostingService(
-            commands, view, deliveries, search, settings.write_timeout_s, events
+            commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
         )
-        app.state.operations = Operations(settings, deliveries)
+        app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
         try:
             yield
@@ -91,9 +109,14 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             view.close()
             deliveries.close()
             events.close()
+            for index in letters.values():
+                index.close()
             app.state.operations.close()
             commands.close()
             search.close()
+            searches.close()
+            strong_reads.close()
+            audit.close()
 
     app = FastAPI(
         title="jobpost",
@@ -101,6 +124,10 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         description="Job postings, versioned by one writer per posting and delivered in order "
         "to LinkedIn, Indeed and search.",
         lifespan=lifespan,
+        # Served from the package by producer_api.http.docs (no CDN), or not at all.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if settings.docs else None,
     )
     problems.install(app)
     problems.document(app)
@@ -127,12 +154,18 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
         ).response()
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ConcurrencyLimit, limit=settings.max_concurrent_requests)
+    if settings.internal_port is not None:
+        app.add_middleware(PortSplit, internal_port=settings.internal_port)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestTimer)
     app.include_router(health.router)
     app.include_router(postings.router)
     app.include_router(operations.router)
     app.include_router(snapshot.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
+    if settings.docs:
+        docs.install(app)
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import re
-import secrets
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from producer_api.callers import Caller, Scope
 from producer_api.config import ApiSettings
+from producer_api.http.identity import Identity
 from producer_api.http.problems import Problem
-from producer_api.service import Caller, PostingService
+from producer_api.service import PostingService
 
-_bearer = HTTPBearer(auto_error=False, description="a token from JOBPOST_API_TOKENS")
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="a development token (JOBPOST_API_TOKENS), a token of the credentials file, or an OIDC JWT",
+)
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
 _IF_MATCH = r'^\s*(\*|(W/)?"?\d{1,18}"?)\s*$'
 _IDEMPOTENCY_KEY = "^[\\x20-\\x7e]+$"  # IETF draft: 1-255 printable ASCII
@@ -31,16 +36,27 @@ async def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
-    """The caller a bearer token stands for. A development token (`JOBPOST_API_TOKENS`) is
-    named by its place in the list and may do everything, for the default employer."""
-    tokens: list[str] = request.app.state.tokens
-    offered = credentials.credentials.encode() if credentials else b""
-    for number, token in enumerate(tokens, 1):
-        if credentials and secrets.compare_digest(offered, token.encode()):
-            return Caller(name=f"dev-token-{number}", operator=True)
-    raise Problem(
-        401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
-    )
+    """The caller a bearer token stands for (401 for none, or a token no source knows),
+    once its credential is within its request rate (else 429)."""
+    identity: Identity = request.app.state.identity
+    caller = await identity.caller(credentials.credentials) if credentials else None
+    if caller is None:
+        raise Problem(
+            401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
+    identity.rate.check(caller.name)
+    return caller
+
+
+def requires(scope: Scope) -> Callable[[Caller], Awaitable[Caller]]:
+    """A dependency: the caller, when its credential has `scope` (else 403)."""
+
+    async def scoped(caller: Annotated[Caller, Depends(authenticate)]) -> Caller:
+        if scope not in caller.scopes:
+            raise Problem(403, "Forbidden", f"the credential {caller.name!r} lacks the scope {scope.value!r}")
+        return caller
+
+    return scoped
 
 
 async def expected_version(
@@ -81,6 +97,8 @@ async def idempotency_key(
 
 Service = Annotated[PostingService, Depends(get_service)]
 CurrentCaller = Annotated[Caller, Depends(authenticate)]
+Reader = Annotated[Caller, Depends(requires(Scope.READ))]
+Writer = Annotated[Caller, Depends(requires(Scope.WRITE))]
 Settings = Annotated[ApiSettings, Depends(get_settings)]
 ExpectedVersion = Annotated[int | None, Depends(expected_version)]
 IdempotencyKey = Annotated[str | None, Depends(idempotency_key)]

@@ -76,6 +76,7 @@ class PostingOut(BaseModel):
     apply_url: str | None = None
     status: Literal["active", "deleted"]
     last_update_time_millis: int | None
+    employer: str | None = Field(default=None, description="whose posting it is (the creator's employer)")
 
 
 class DeletedOut(BaseModel):

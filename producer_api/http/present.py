@@ -24,6 +24,7 @@ def posting(view: PostingView) -> PostingOut:
         apply_url=text.apply_url,
         status="deleted" if view.deleted else "active",
         last_update_time_millis=view.last_update_time_millis,
+        employer=view.employer,
     )
 
 

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -117,12 +117,17 @@ class LogView:
         if self._private is not None:
             shutil.rmtree(self._private, ignore_errors=True)
 
-    async def wait_for_end(self, posting_id: str, timeout_s: float) -> None:
+    async def wait_for_end(
+        self,
+        posting_id: str,
+        timeout_s: float,
+        offload: Callable[[Callable[[], int]], Awaitable[int]] = asyncio.to_thread,
+    ) -> None:
         """Return once every record committed on the posting's partition before this call
-        is in the view."""
+        is in the view (the end offset is asked on a thread `offload` gives)."""
         deadline = time.monotonic() + timeout_s
         partition = partition_for(posting_id, self._partition_count)
-        target = await asyncio.to_thread(self._end_offset, partition)
+        target = await offload(lambda: self._end_offset(partition))
         while self.status.positions.get(partition, -1) < target:
             if time.monotonic() > deadline:
                 raise StrongReadTimeout(f"view of partition {partition} is behind")

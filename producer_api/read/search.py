@@ -10,6 +10,8 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 
+from producer_api.bulkhead import Bulkhead
+from schemas.model import DEFAULT_EMPLOYER
 from schemas.search import SearchDocument
 
 
@@ -22,17 +24,24 @@ class SearchUnavailable(Exception):
 
 
 class TitleSearch:
-    def __init__(self, url: str, alias: str) -> None:
+    def __init__(self, url: str, alias: str, bulkhead: Bulkhead | None = None) -> None:
         # 503 also answers while a new index starts its shard: worth a quick second try.
         self.es = Elasticsearch(url, max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
         self.alias = alias
+        self.bulkhead = bulkhead
 
     async def search(
-        self, text: str, limit: int, cursor: str | None
+        self, text: str, limit: int, cursor: str | None, employer: str | None = None
     ) -> tuple[list[SearchDocument], str | None]:
-        body = query(text, limit, cursor)
+        """Active postings whose title matches, of `employer` (None: of every employer);
+        BulkheadFull when too many searches are at the search server already."""
+        body = query(text, limit, cursor, employer)
+
+        def ask() -> Any:
+            return self.es.search(index=self.alias, **body)
+
         try:
-            response = await asyncio.to_thread(lambda: self.es.search(index=self.alias, **body))
+            response = await (self.bulkhead.run(ask) if self.bulkhead else asyncio.to_thread(ask))
         except NotFoundError:
             return [], None  # nothing indexed yet
         except (ApiError, EsConnectionError) as exc:
@@ -45,21 +54,30 @@ class TitleSearch:
         self.es.close()
 
 
-def query(text: str, limit: int, cursor: str | None) -> dict[str, Any]:
-    """Active postings whose title matches, best first, ties by id (SearchDocument fields)."""
+def query(text: str, limit: int, cursor: str | None, employer: str | None = None) -> dict[str, Any]:
+    """Active postings whose title matches, of `employer` (None: every employer's), best
+    first, ties by id (SearchDocument fields)."""
+    filters: list[dict[str, Any]] = [{"term": {"status": "active"}}]
+    if employer is not None:
+        filters.append(_of_employer(employer))
     body: dict[str, Any] = {
-        "query": {
-            "bool": {
-                "must": {"match": {"title": {"query": text}}},
-                "filter": {"term": {"status": "active"}},
-            }
-        },
+        "query": {"bool": {"must": {"match": {"title": {"query": text}}}, "filter": filters}},
         "sort": [{"_score": "desc"}, {"id": "asc"}],
         "size": limit,
     }
     if cursor:
         body["search_after"] = decode_cursor(cursor)
     return body
+
+
+def _of_employer(employer: str) -> dict[str, Any]:
+    """The employer's documents; for the default employer also those indexed before
+    documents named one (they are its postings, as records before employers are)."""
+    own: dict[str, Any] = {"term": {"employer": employer}}
+    if employer != DEFAULT_EMPLOYER:
+        return own
+    unnamed = {"bool": {"must_not": {"exists": {"field": "employer"}}}}
+    return {"bool": {"should": [own, unnamed], "minimum_should_match": 1}}
 
 
 def encode_cursor(sort_values: list[Any]) -> str:

@@ -4,7 +4,8 @@ learnt from replies before its follower read them.
 A posting's value is a tag, its version and last update time, then (for a live posting)
 the PostingUpdate's Avro bytes exactly as read from the log: writing it costs no encoding,
 reading its version costs no decoding, and only `get` decodes the text. A deleted posting
-keeps no text.
+keeps no text, only its employer (so it is gone for its owner and does not exist for
+anyone else).
 """
 
 from __future__ import annotations
@@ -30,18 +31,30 @@ class PostingView:
     deleted: bool
     posting: Posting | None
     last_update_time_millis: int | None
+    employer: str | None = None  # None: not known (a tombstone the view saw alone)
 
 
 def updated(update: PostingUpdate, raw: bytes) -> bytes:
     """The value for a PostingUpdate whose Avro bytes (the record's value) are `raw`."""
     if update.op == Op.DELETED:
-        return deleted(update.version, update.last_update_time_millis)
+        return deleted(update.version, update.last_update_time_millis, update.employer)
     return _LIVE + _HEADER.pack(update.version, update.last_update_time_millis) + raw
 
 
-def deleted(version: int, last_update_time_millis: int | None) -> bytes:
+def deleted(version: int, last_update_time_millis: int | None, employer: str | None) -> bytes:
     millis = -1 if last_update_time_millis is None else last_update_time_millis
-    return _DELETED + _HEADER.pack(version, millis)
+    return _DELETED + _HEADER.pack(version, millis) + (employer or "").encode()
+
+
+def is_deleted(value: bytes) -> bool:
+    return value[:1] == _DELETED
+
+
+def employer(value: bytes) -> str | None:
+    """The employer of a stored value (None: a deleted posting's that was never known)."""
+    if value[:1] == _DELETED:
+        return value[_BODY:].decode() or None
+    return codec.posting_updates().decode(value[_BODY:]).employer
 
 
 def header(value: bytes) -> tuple[int, int | None]:
@@ -53,9 +66,9 @@ def header(value: bytes) -> tuple[int, int | None]:
 def posting_view(posting_id: str, value: bytes) -> PostingView:
     version, millis = header(value)
     if value[:1] == _DELETED:
-        return PostingView(posting_id, version, True, None, millis)
+        return PostingView(posting_id, version, True, None, millis, value[_BODY:].decode() or None)
     update = codec.posting_updates().decode(value[_BODY:])
-    return PostingView(posting_id, version, False, update.posting, millis)
+    return PostingView(posting_id, version, False, update.posting, millis, update.employer)
 
 
 class RecentWrites:

@@ -54,6 +54,12 @@ class PostingsView(LogView):
         stored = None if value is None else view_state.posting_view(posting_id, value)
         return view_state.newest(stored, self.recent.get(posting_id))
 
+    def deleted_at(self, posting_id: str) -> int | None:
+        """The version that deleted the posting, if the view has read its delete (no text
+        is decoded)."""
+        value = self._stored(posting_id)
+        return None if value is None or not view_state.is_deleted(value) else view_state.header(value)[0]
+
     def observe(self, view: PostingView) -> None:
         """Take a version this replica learnt from a reply (read-your-writes), if newer."""
         value = self._stored(view.id)
@@ -71,15 +77,32 @@ class PostingsView(LogView):
         if update is not None:
             self.recent.applied(posting_id, update.version)
             history = _history(key, update)
+            if update.op == Op.DELETED:
+                history += self._untitled(coordinates(message)[1], key, update.version)
             if value is not None and view_state.header(value)[0] >= update.version:
                 return history  # an older version than the one the view has
             return [(key, view_state.updated(update, message.value() or b"")), *history]
         version, millis = view_state.header(value) if value is not None else (-1, None)
+        employer = view_state.employer(value) if value is not None else None
         observed = self.recent.get(posting_id)
         if observed is not None and observed.version > version:
             version, millis = observed.version, observed.last_update_time_millis
+            employer = employer or observed.employer
         self.recent.applied(posting_id, version)
-        return [(key, view_state.deleted(version, millis))]
+        return [(key, view_state.deleted(version, millis, employer))]
+
+    def _untitled(self, partition: int, key: bytes, deleted: int) -> list[Put]:
+        """The lines of the versions before a delete, without their titles: a deleted
+        posting keeps no text, in its timeline either."""
+        puts: list[Put] = []
+        for version in range(max(0, deleted - KEPT_VERSIONS + 1), deleted):
+            line_key = key + _HISTORY + _VERSION.pack(version)
+            value = self._current(partition, line_key)
+            if value is not None:
+                line = json.loads(value)
+                if line["title"]:
+                    puts.append((line_key, json.dumps({**line, "title": ""}).encode()))
+        return puts
 
 
 class DeliveriesView(LogView):
@@ -133,7 +156,9 @@ class DeliveryEventsView(LogView):
 
 def _history(key: bytes, update: PostingUpdate) -> list[Put]:
     """The version's line in the posting's history, and the oldest line dropped."""
-    line = {"op": update.op.value, "at": update.last_update_time_millis, "title": update.posting.title}
+    # A DELETED record carries the text it deletes (for the boards); the line keeps none.
+    title = "" if update.op == Op.DELETED else update.posting.title
+    line = {"op": update.op.value, "at": update.last_update_time_millis, "title": title}
     puts: list[Put] = [(key + _HISTORY + _VERSION.pack(update.version), json.dumps(line).encode())]
     if update.version >= KEPT_VERSIONS:
         puts.append((key + _HISTORY + _VERSION.pack(update.version - KEPT_VERSIONS), None))

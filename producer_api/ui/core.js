@@ -11,16 +11,18 @@ export const token = {
 
 /** A failed call: `status` 0 when the API could not be reached, `problem` the problem+json body. */
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter = 0) {
     super(problem.detail || problem.title || `HTTP ${status}`);
     this.status = status;
     this.problem = problem;
+    this.retryAfter = retryAfter; // seconds, from a 429's or 503's Retry-After
   }
 
   /** One line a person can act on. */
   describe() {
     if (this.status === 0) return "Cannot reach the API (network error). Is make run still running?";
     if (this.status === 401) return UNAUTHORIZED;
+    if (this.status === 403) return `${FORBIDDEN} (${this.problem.detail || "403"})`;
     const { title, detail } = this.problem;
     const line = title && detail && title !== detail ? `${title}: ${detail}` : detail || title || "";
     return /[.!?]$/.test(line) ? line : `${line}.`;
@@ -40,6 +42,8 @@ export class ApiError extends Error {
 export const UNAUTHORIZED =
   "That token was not accepted by the API (401). Check it against the token make run printed " +
   "(or JOBPOST_API_TOKENS) and sign in again.";
+
+export const FORBIDDEN = "This token may not do that: its credential lacks the scope";
 
 const unauthorizedListeners = [];
 /** `listener(error)` runs whenever a call answers 401: the page goes back to the sign-in form. */
@@ -71,7 +75,7 @@ export async function api(method, path, { body, headers = {} } = {}) {
   }
   if (!response.ok) {
     const problem = data && typeof data === "object" ? data : { title: `HTTP ${response.status}`, detail: text };
-    const error = new ApiError(response.status, problem);
+    const error = new ApiError(response.status, problem, Number(response.headers.get("Retry-After")) || 0);
     if (response.status === 401) unauthorizedListeners.forEach((listener) => listener(error));
     throw error;
   }
@@ -126,26 +130,49 @@ export function plural(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
-/** Calls `tick` now and every `ms` while the page is visible, until the returned stop() is called. */
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * Calls `tick` now and every `ms` while the page is visible, until the returned stop() is called.
+ * A hidden tab polls not at all (no timer runs) and ticks at once when it is shown again; a
+ * failing tick waits twice as long each time (at most 30 s, at least the answer's Retry-After),
+ * so many open tabs never hammer an API that is struggling.
+ */
 export function every(ms, tick) {
   let timer = null;
+  let running = false;
   let stopped = false;
+  let wait = ms;
+  const visible = () => document.visibilityState === "visible";
   const loop = async () => {
-    if (stopped) return;
-    if (!document.hidden) {
-      try {
-        await tick();
-        connection(null);
-      } catch (error) {
-        connection(error);
-      }
+    timer = null;
+    if (stopped || running || !visible()) return;
+    running = true;
+    try {
+      await tick();
+      connection(null);
+      wait = ms;
+    } catch (error) {
+      connection(error);
+      wait = Math.max(Math.min(wait * 2, MAX_BACKOFF_MS), (error.retryAfter || 0) * 1000);
+    } finally {
+      running = false;
     }
-    if (!stopped) timer = setTimeout(loop, ms);
+    if (!stopped && visible()) timer = setTimeout(loop, wait);
   };
+  const shown = () => {
+    if (visible() && timer === null) loop();
+    else if (!visible() && timer !== null) {
+      clearTimeout(timer);
+      timer = null;
+    }
+  };
+  document.addEventListener("visibilitychange", shown);
   loop();
   return () => {
     stopped = true;
     clearTimeout(timer);
+    document.removeEventListener("visibilitychange", shown);
   };
 }
 

@@ -46,11 +46,16 @@ def page(browser: Browser, system: System, request: pytest.FixtureRequest) -> It
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    # The page runs under a Content-Security-Policy without inline script: anything it
+    # refused would show here (chromium reports each refusal on the console).
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(f"{system.url}/ui")
     yield page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the last view of every test, to look at after a failure
     page.screenshot(path=ARTIFACTS / f"playground-{request.node.name}.png", full_page=True)
     context.close()
+    assert not refused, f"the page's policy refused: {refused}"
 
 
 def sign_in(page: Page, token: str) -> None:
@@ -203,3 +208,14 @@ def test_a_wrong_token_shows_a_clear_message(page: Page, system: System):
     expect(page.get_by_test_id("signin-error")).to_contain_text("That token was not accepted")
     expect(page.get_by_role("heading", name="Posting", exact=True)).to_be_hidden()
     sign_in(page, system.token)  # the page stays usable: the right token gets in
+
+
+def test_the_api_docs_render_from_this_origin_under_their_policy(page: Page, system: System):
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.goto(f"{system.url}/docs")
+    expect(page.locator(".swagger-ui .opblock").first).to_be_visible()
+    expect(page.get_by_text("/postings/{posting_id}/timeline").first).to_be_visible()
+    page.goto(f"{system.url}/redoc")
+    expect(page.get_by_role("heading", name=re.compile("jobpost")).first).to_be_visible()
+    assert asked and all(url.startswith((system.url, "data:", "blob:")) for url in asked), asked

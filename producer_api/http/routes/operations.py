@@ -8,19 +8,27 @@ from typing import Annotated
 import httpx
 from fastapi import APIRouter, Depends, Path, Request
 
-from producer_api.http.deps import CurrentCaller, authenticate
+from producer_api.audit import Audit
+from producer_api.callers import Caller, Scope
+from producer_api.http.deps import requires
 from producer_api.http.models import ProblemOut
 from producer_api.http.ops_models import Board, BoardsOut, FaultsIn, LagOut, LettersOut, RedriveIn, RedriveOut
 from producer_api.http.problems import Problem, validation_problem
 from producer_api.operations import Operations, SandboxMissing
+from schemas.audit import AuditAction
 from schemas.model import Destination
 
 router = APIRouter(
     prefix="/ops",
     tags=["operations"],
-    dependencies=[Depends(authenticate)],
-    responses={401: {"model": ProblemOut, "description": "missing or unknown bearer token"}},
+    dependencies=[Depends(requires(Scope.OPS))],
+    responses={
+        401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
+        403: {"model": ProblemOut, "description": "the credential lacks the scope `ops`"},
+        429: {"model": ProblemOut, "description": "the credential is over its request rate (Retry-After)"},
+    },
 )
+Operator = Annotated[Caller, Depends(requires(Scope.OPS))]
 BoardName = Annotated[Board, Path(description="a job board")]
 
 
@@ -28,7 +36,12 @@ def _operations(request: Request) -> Operations:
     return request.app.state.operations  # type: ignore[no-any-return]
 
 
+def _audit(request: Request) -> Audit:
+    return request.app.state.audit  # type: ignore[no-any-return]
+
+
 Ops = Annotated[Operations, Depends(_operations)]
+Audited = Annotated[Audit, Depends(_audit)]
 
 
 @router.get("/dead-letters/{board}", response_model=LettersOut)
@@ -44,7 +57,9 @@ async def dead_letters(board: BoardName, ops: Ops) -> LettersOut:
     status_code=202,
     responses={422: {"model": ProblemOut, "description": "only one of partition and offset"}},
 )
-async def redrive(board: BoardName, body: RedriveIn, ops: Ops, caller: CurrentCaller) -> RedriveOut:
+async def redrive(
+    board: BoardName, body: RedriveIn, ops: Ops, caller: Operator, audit: Audited
+) -> RedriveOut:
     """Ask the board's consumer to attempt one letter (`partition` and `offset`), or every
     unresolved one, once more, as `jobpost dlq redrive` does. Answers 202 with the requests
     written: the consumer handles each in its posting's lane, in order with the posting's
@@ -62,6 +77,11 @@ async def redrive(board: BoardName, body: RedriveIn, ops: Ops, caller: CurrentCa
             ]
         )
     requests = await ops.redrive(Destination(board), body.partition, body.offset, caller.name)
+    for request in requests:
+        audit.record(
+            caller, AuditAction.REDRIVE, posting_id=request["posting_id"], version=request["version"],
+            detail=f"{board} requested {request['request_id']}",
+        )  # fmt: skip
     return RedriveOut.model_validate({"requests": requests})
 
 
@@ -84,10 +104,14 @@ async def boards(ops: Ops) -> BoardsOut:
     "/boards/{board}/faults",
     responses={404: {"model": ProblemOut, "description": "no sandbox runs with this API"}},
 )
-async def set_faults(board: BoardName, body: FaultsIn, ops: Ops) -> dict[str, object]:
+async def set_faults(
+    board: BoardName, body: FaultsIn, ops: Ops, caller: Operator, audit: Audited
+) -> dict[str, object]:
     """Make the sandbox board fail: its mode and how often."""
     try:
-        return await ops.set_faults(Destination(board), body.model_dump())
+        answer = await ops.set_faults(Destination(board), body.model_dump())
+        audit.record(caller, AuditAction.FAULTS, detail=f"{board} {body.mode} p={body.probability}")
+        return answer
     except SandboxMissing as exc:
         raise Problem(404, "Not found", str(exc)) from exc
     except httpx.HTTPError as exc:

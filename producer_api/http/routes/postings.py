@@ -9,11 +9,12 @@ from fastapi import APIRouter, Depends, Path, Query, Response, status
 from producer_api.config import ApiSettings
 from producer_api.http import present
 from producer_api.http.deps import (
-    CurrentCaller,
     ExpectedVersion,
     IdempotencyKey,
+    Reader,
     Service,
     Settings,
+    Writer,
     authenticate,
 )
 from producer_api.http.models import DeletedOut, DeliveriesOut, PostingIn, PostingOut, ProblemOut, SearchPage
@@ -28,12 +29,14 @@ router = APIRouter(
     dependencies=[Depends(authenticate)],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
+        403: {"model": ProblemOut, "description": "the credential lacks the scope this call needs"},
         422: {"model": ProblemOut, "description": "invalid request"},
+        429: {"model": ProblemOut, "description": "the credential is over its request rate (Retry-After)"},
     },
 )
 PostingId = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")]
 _REFUSED: dict[int | str, dict[str, Any]] = {
-    404: {"model": ProblemOut, "description": "no posting has this id"},
+    404: {"model": ProblemOut, "description": "no posting of the caller's employer has this id"},
     410: {"model": ProblemOut, "description": "the posting was deleted"},
 }
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
@@ -69,7 +72,7 @@ async def create_posting(
     service: Service,
     settings: Settings,
     key: IdempotencyKey,
-    caller: CurrentCaller,
+    caller: Writer,
 ) -> PostingOut:
     _check_limits(body, settings)
     view = await service.create(caller, _posting(body), key)
@@ -80,6 +83,7 @@ async def create_posting(
 @router.get("", response_model=SearchPage, responses=_UNAVAILABLE)
 async def search_postings(
     service: Service,
+    caller: Reader,
     q: Annotated[str, Query(min_length=1, max_length=200, description="words of the title")],
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[
@@ -91,8 +95,8 @@ async def search_postings(
         ),
     ] = None,
 ) -> SearchPage:
-    """Active postings whose title matches `q`, best first."""
-    return present.search_page(*await service.search(q, limit, cursor))
+    """Active postings of the caller's employer whose title matches `q`, best first."""
+    return present.search_page(*await service.search(caller, q, limit, cursor))
 
 
 @router.get("/{posting_id}", response_model=PostingOut, responses={**_REFUSED, **_UNAVAILABLE})
@@ -101,26 +105,27 @@ async def read_posting(
     response: Response,
     service: Service,
     settings: Settings,
+    caller: Reader,
     consistency: Annotated[
         Literal["eventual", "strong"],
         Query(description="strong: see every write committed before this request"),
     ] = "eventual",
 ) -> PostingOut:
-    view = await service.get(posting_id, consistency == "strong", settings.strong_read_timeout_s)
+    view = await service.get(caller, posting_id, consistency == "strong", settings.strong_read_timeout_s)
     return _present(view, response)
 
 
 @router.get("/{posting_id}/deliveries", response_model=DeliveriesOut, responses={404: _REFUSED[404]})
-async def posting_deliveries(posting_id: PostingId, service: Service) -> DeliveriesOut:
+async def posting_deliveries(posting_id: PostingId, service: Service, caller: Reader) -> DeliveriesOut:
     """How far each destination (LinkedIn, Indeed, search) has got with the posting."""
-    return present.deliveries(*service.deliveries(posting_id))
+    return present.deliveries(*service.deliveries(caller, posting_id))
 
 
 @router.get("/{posting_id}/timeline", response_model=TimelineOut, responses={404: _REFUSED[404]})
-async def posting_timeline(posting_id: PostingId, service: Service) -> TimelineOut:
+async def posting_timeline(posting_id: PostingId, service: Service, caller: Reader) -> TimelineOut:
     """The posting's versions, and what each came to at LinkedIn, Indeed and search: one
     cell per version and destination, and the delivery events behind them."""
-    return present.timeline(service.timeline(posting_id))
+    return present.timeline(service.timeline(caller, posting_id))
 
 
 @router.put(
@@ -136,7 +141,7 @@ async def replace_posting(
     settings: Settings,
     expected: ExpectedVersion,
     key: IdempotencyKey,
-    caller: CurrentCaller,
+    caller: Writer,
 ) -> PostingOut:
     _check_limits(body, settings)
     view = await service.replace(caller, posting_id, _posting(body), key, expected)
@@ -153,7 +158,7 @@ async def delete_posting(
     service: Service,
     expected: ExpectedVersion,
     key: IdempotencyKey,
-    caller: CurrentCaller,
+    caller: Writer,
 ) -> DeletedOut:
     return present.deleted(await service.delete(caller, posting_id, key, expected))
 

@@ -56,6 +56,7 @@ def service(commands: FakeCommands) -> PostingService:
 
 
 CALLER = Caller("dev-token-1", operator=True)
+ACME = Caller("ats-acme", "acme")
 
 
 def test_fingerprints_are_the_ones_already_in_the_log():
@@ -121,7 +122,7 @@ def test_a_refusal_is_a_posting_error_naming_the_outcome():
 
 def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded(tmp_path):
     postings = service(FakeCommands(version=2))
-    asyncio.run(postings.replace(CALLER, "p1", Posting("T", ""), None, None))
+    asyncio.run(postings.replace(ACME, "p1", Posting("T", ""), None, None))
     state = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=2, attempts=1)
     record = state_record("jobpost.deliveries", 0, state)
     deliveries = postings.deliveries_view
@@ -130,7 +131,7 @@ def test_progress_covers_every_destination_with_pending_where_nothing_is_recorde
     )  # what the follower would have opened
     store.write(deliveries.apply(Message(key=str(record.key).encode(), value=record.value)), 1)
 
-    view, progress = postings.deliveries("p1")
+    view, progress = postings.deliveries(ACME, "p1")
 
     assert view.version == 2
     assert progress == [
@@ -144,11 +145,11 @@ def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
     postings = service(FakeCommands())
     view = postings.view  # never started: no partition has been read yet
     with pytest.raises(Unavailable):
-        asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
+        asyncio.run(postings.get(CALLER, "p-unknown", strong=False, timeout_s=1))
 
     view.status = ViewStatus(following=True)  # as the follower publishes it: every partition caught up
     with pytest.raises(PostingError) as refused:
-        asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
+        asyncio.run(postings.get(CALLER, "p-unknown", strong=False, timeout_s=1))
     assert refused.value.kind == Refusal.NOT_FOUND
 
 
@@ -176,3 +177,46 @@ def test_a_write_without_a_verdict_is_of_unknown_outcome_not_unavailable():
         asyncio.run(silent.replace(CALLER, "p1", Posting("T", ""), "key-1", None))
     assert unknown.value.settled_in_s == 9
     assert not isinstance(unknown.value, Unavailable)
+
+
+def test_another_employers_posting_is_not_found_on_every_read_and_an_operator_sees_it(tmp_path):
+    postings = service(FakeCommands(version=0))
+    asyncio.run(postings.create(ACME, Posting("T", ""), "k1"))  # read-your-writes: the view knows it
+    (posting_id,) = [c.posting_id for c in postings.commands.sent]  # type: ignore[attr-defined]
+    other = Caller("ats-globex", "globex")
+
+    for read in (
+        lambda c: asyncio.run(postings.get(c, posting_id, strong=False, timeout_s=1)),
+        lambda c: postings.deliveries(c, posting_id),
+        lambda c: postings.timeline(c, posting_id),
+    ):
+        with pytest.raises(PostingError) as refused:
+            read(other)
+        assert refused.value.kind == Refusal.NOT_FOUND and refused.value.version is None
+        assert read(ACME) is not None and read(CALLER) is not None
+
+
+def test_an_accepted_write_is_audited_with_its_credential_and_version():
+    class Recorder:
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, Action, str, int]] = []
+
+        def accepted(self, caller: Caller, action: Action, posting_id: str, version: int) -> None:
+            self.seen.append((caller.name, action, posting_id, version))
+
+    audit = Recorder()
+    kafka = KafkaSettings()
+    postings = PostingService(
+        FakeCommands(version=3),
+        PostingsView(kafka),
+        DeliveriesView(kafka),
+        None,
+        1.0,
+        audit=audit,  # type: ignore[arg-type]
+    )
+    asyncio.run(postings.replace(ACME, "p1", Posting("T", ""), None, None))
+    postings.commands.answer = (Outcome.NOT_FOUND, None, False)  # type: ignore[attr-defined]
+    with pytest.raises(PostingError):  # refused: nothing written, nothing audited
+        asyncio.run(postings.replace(ACME, "p2", Posting("T", ""), None, None))
+
+    assert audit.seen == [("ats-acme", Action.REPLACE, "p1", 3)]

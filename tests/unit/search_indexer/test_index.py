@@ -16,7 +16,9 @@ KIBANA = Path(__file__).parents[3] / "docker" / "kibana" / "job-postings.ndjson"
 
 
 def update(op: Op = Op.UPDATED) -> PostingUpdate:
-    return PostingUpdate("p1", 4, op, "p1:4", "r", Posting("Kafka Engineer", "Streams", "remote"), 99, 90)
+    return PostingUpdate(
+        "p1", 4, op, "p1:4", "r", Posting("Kafka Engineer", "Streams", "remote"), 99, 90, employer="acme"
+    )
 
 
 @pytest.mark.parametrize("index_description", [False, True])
@@ -41,13 +43,21 @@ def test_a_document_is_the_update_s_newest_text_and_version():
         "version": 4,
         "status": "active",
         "last_update_time": 99,
+        "employer": "acme",
     }
     assert list(document.to_source()) == FIELDS
     assert SearchDocument.from_source(document.to_source()) == document
 
 
-def test_a_deleted_version_marks_the_document_deleted():
-    assert SearchDocument.of(update(Op.DELETED)).status == "deleted"
+def test_a_deleted_version_marks_the_document_deleted_and_keeps_no_text():
+    # The DELETED record carries the posting's text (the boards need it to close it).
+    source = SearchDocument.of(update(Op.DELETED)).to_source()
+    assert source == {"id": "p1", "version": 4, "status": "deleted", "employer": "acme"}
+
+
+def test_a_document_indexed_before_employers_is_the_default_employers():
+    source = {k: v for k, v in SearchDocument.of(update()).to_source().items() if k != "employer"}
+    assert SearchDocument.from_source(source).employer == "default"
 
 
 def test_bulk_operations_write_with_the_posting_version_as_external_version():

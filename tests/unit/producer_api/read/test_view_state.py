@@ -9,8 +9,9 @@ from schemas.model import Op, Posting, PostingUpdate
 
 def update(version: int, op: Op = Op.UPDATED, text: str = "Builds things") -> PostingUpdate:
     return PostingUpdate(
-        "p1", version, op, f"k{version}", f"r{version}", Posting("Engineer", text), 1000 + version, 7
-    )
+        "p1", version, op, f"k{version}", f"r{version}", Posting("Engineer", text), 1000 + version, 7,
+        employer="acme",
+    )  # fmt: skip
 
 
 def test_a_live_posting_is_its_version_and_text_read_back_from_the_raw_record():
@@ -19,17 +20,20 @@ def test_a_live_posting_is_its_version_and_text_read_back_from_the_raw_record():
 
     assert view_state.header(value) == (3, 1003)
     assert view_state.posting_view("p1", value) == PostingView(
-        "p1", 3, False, Posting("Engineer", "Builds things"), 1003
+        "p1", 3, False, Posting("Engineer", "Builds things"), 1003, "acme"
     )
+    assert view_state.employer(value) == "acme"
 
 
-def test_a_deleted_posting_keeps_its_version_and_no_text():
+def test_a_deleted_posting_keeps_its_version_and_employer_and_no_text():
     value = view_state.updated(update(4, Op.DELETED, "x" * 1500), b"ignored")
 
-    assert len(value) < 20
-    assert view_state.posting_view("p1", value) == PostingView("p1", 4, True, None, 1004)
-    assert view_state.posting_view("p9", view_state.deleted(-1, None)) == PostingView(
-        "p9", -1, True, None, None
+    assert len(value) < 30 and b"x" not in value
+    assert view_state.posting_view("p1", value) == PostingView("p1", 4, True, None, 1004, "acme")
+    assert view_state.employer(value) == "acme"
+    # A tombstone the view saw alone: deleted, whose posting it was is not known.
+    assert view_state.posting_view("p9", view_state.deleted(-1, None, None)) == PostingView(
+        "p9", -1, True, None, None, None
     )
 
 

@@ -16,32 +16,52 @@ from schemas.model import Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 
 
-def update(version: int, op: Op = Op.UPDATED) -> PostingUpdate:
+def update(version: int, op: Op = Op.UPDATED, employer: str = "acme") -> PostingUpdate:
     return PostingUpdate("p1", version, op, f"p1:{version}", f"r{version}", Posting(f"T{version}", ""),
-                         1000 + version, 1000 + version)  # fmt: skip
+                         1000 + version, 1000 + version, employer=employer)  # fmt: skip
+
+
+def follow(view: PostingsView, store: PartitionStore, partition: int, values: list[bytes | None]) -> None:
+    """Hand each record to the view as its follower would, one poll batch each."""
+    start = store.checkpoint
+    for offset, value in enumerate(values, start):
+        record = Message(topic="jobpost.postings", partition=partition, offset=offset, key=b"p1", value=value)
+        store.write(view.apply(record), offset + 1)
 
 
 def test_the_view_keeps_each_versions_line_and_only_the_newest_ones(tmp_path):
     view = PostingsView(KafkaSettings())  # never started: nothing connects
     partition = partition_for("p1", view.kafka.partitions)
     store = view.stores.open[partition] = PartitionStore(tmp_path / "postings", "unit-test")
-    updates = [
-        update(0, Op.CREATED),
-        *(update(v) for v in range(1, KEPT_VERSIONS + 2)),
-        update(52, Op.DELETED),
-    ]
-    for offset, u in enumerate(updates):
-        record = Message(
-            topic="jobpost.postings", partition=partition, offset=offset, key=b"p1",
-            value=codec.posting_updates().encode(u),
-        )  # fmt: skip
-        store.write(view.apply(record), offset + 1)
+    updates = [update(0, Op.CREATED), *(update(v) for v in range(1, KEPT_VERSIONS + 2))]
 
+    follow(view, store, partition, [codec.posting_updates().encode(u) for u in updates])
     lines = view.versions("p1")
 
-    assert [line.version for line in lines] == list(range(3, 53))  # the newest 50
-    assert lines[0] == VersionLine(3, Op.UPDATED, 1003, "T3")
-    assert lines[-1] == VersionLine(52, Op.DELETED, 1052, "T52")
+    assert [line.version for line in lines] == list(range(1, 52))[-KEPT_VERSIONS:]  # the newest 50
+    assert lines[0] == VersionLine(2, Op.UPDATED, 1002, "T2")
+    assert lines[-1] == VersionLine(51, Op.UPDATED, 1051, "T51")
+
+
+def test_a_deleted_posting_keeps_no_title_in_its_versions_and_only_its_employer(tmp_path):
+    view = PostingsView(KafkaSettings())
+    partition = partition_for("p1", view.kafka.partitions)
+    store = view.stores.open[partition] = PartitionStore(tmp_path / "postings", "unit-test")
+    live = [update(0, Op.CREATED), *(update(v) for v in range(1, 60))]
+    follow(view, store, partition, [codec.posting_updates().encode(u) for u in live])
+    assert view.versions("p1")[-1].title == "T59"
+
+    # The DELETED record carries the text it deletes (for the boards); then the tombstone.
+    follow(view, store, partition, [codec.posting_updates().encode(update(60, Op.DELETED)), None])
+    lines = view.versions("p1")
+
+    assert [line.version for line in lines] == list(range(11, 61))
+    assert {line.title for line in lines} == {""}
+    assert lines[-1] == VersionLine(60, Op.DELETED, 1060, "")
+    seen = view.get("p1")
+    assert seen is not None
+    assert (seen.deleted, seen.version, seen.employer, seen.posting) == (True, 60, "acme", None)
+    assert not any(b"T5" in value for _, value in store.items())  # no title left anywhere in the store
 
 
 def test_a_posting_is_restoring_until_its_partition_has_caught_up():

@@ -1,0 +1,120 @@
+"""What every answer carries and what refuses a request before any work: security headers,
+the documentation pages served from the package, the rate per credential, the bound on
+requests in flight. The app is never started (no lifespan): nothing connects."""
+
+import asyncio
+
+import pytest
+from fastapi.testclient import TestClient
+
+from producer_api.config import ApiSettings
+from producer_api.http.app import create_app
+from producer_api.http.headers import PAGE_POLICY
+from producer_api.http.limits import ConcurrencyLimit, RateLimit
+from producer_api.http.problems import Problem
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(create_app(ApiSettings(tokens="t")))
+
+
+def test_the_playground_allows_no_inline_script_and_no_framing(client):
+    page = client.get("/ui/")
+    assert page.status_code == 200
+    policy = page.headers["Content-Security-Policy"]
+    assert policy == PAGE_POLICY
+    assert "script-src 'self';" in policy and "unsafe-inline" not in policy
+    assert "frame-ancestors 'none'" in policy
+    assert page.headers["X-Content-Type-Options"] == "nosniff"
+    assert page.headers["Referrer-Policy"] == "no-referrer"
+    assert "<script>" not in page.text and " style=" not in page.text  # nothing inline to allow
+    assert client.get("/ui/app.js").headers["Content-Security-Policy"] == PAGE_POLICY
+
+
+def test_the_docs_load_only_this_origins_scripts(client):
+    for path in ("/docs", "/redoc"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "http" not in page.text.replace('lang="en"', "")  # no URL of another origin
+        assert "<script>" not in page.text
+        assert "script-src 'self';" in page.headers["Content-Security-Policy"]
+        for script in (
+            "/docs/assets/swagger-ui-bundle.js",
+            "/docs/assets/redoc.standalone.js",
+            "/docs/page/swagger-start.js",
+        ):
+            if script in page.text:
+                assert client.get(script).status_code == 200
+
+
+def test_the_docs_can_be_turned_off():
+    off = TestClient(create_app(ApiSettings(tokens="t", docs=False)))
+    assert [off.get(p).status_code for p in ("/docs", "/redoc", "/openapi.json")] == [404, 404, 404]
+
+
+def test_json_answers_allow_nothing_to_run(client):
+    answer = client.get("/healthz")
+    assert answer.headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_credential_over_its_rate_is_told_when_to_come_back():
+    rate = RateLimit("3/minute")
+    for _ in range(3):
+        rate.check("ats-acme")
+    with pytest.raises(Problem) as refused:
+        rate.check("ats-acme")
+    assert refused.value.status == 429
+    assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
+    rate.check("ats-globex")  # another credential has its own budget
+
+
+def test_past_the_bound_on_requests_in_flight_the_answer_is_503_at_once():
+    release = asyncio.Event()
+    answers: list[tuple[int, dict[str, str]]] = []
+
+    async def slow(scope, receive, send):
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    limited = ConcurrencyLimit(slow, limit=2)
+
+    async def call(path: str = "/postings"):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        await limited({"type": "http", "path": path, "method": "GET", "headers": []}, None, send)
+        start = sent[0]
+        answers.append((start["status"], {k.decode(): v.decode() for k, v in start["headers"]}))
+
+    async def scenario():
+        waiting = [asyncio.create_task(call()) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        await call()  # the third: refused without waiting
+        probe = asyncio.create_task(call("/healthz"))  # probes are never refused
+        await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.gather(*waiting, probe)
+
+    asyncio.run(scenario())
+    refused = answers[0]
+    assert refused[0] == 503 and refused[1]["retry-after"] == "1"
+    assert refused[1]["content-type"] == "application/problem+json"
+    assert sorted(status for status, _ in answers) == [200, 200, 200, 503]
+
+
+def test_with_an_internal_port_the_operators_endpoints_are_only_there():
+    app = create_app(ApiSettings(tokens="t", port=8000, internal_port=9000))
+    public = TestClient(app, base_url="http://127.0.0.1:8000")
+    on_internal = TestClient(app, base_url="http://127.0.0.1:9000")
+    # The test client names the server by its base URL, as the listening socket would.
+    for path in ("/metrics", "/openapi.json", "/docs"):
+        assert public.get(path).status_code == 404
+        assert on_internal.get(path).status_code == 200
+    assert public.get("/ui/").status_code == 200  # the API and the page are public
+    assert on_internal.get("/ui/").status_code == 404
+    assert public.get("/healthz").status_code == on_internal.get("/healthz").status_code == 200
