@@ -57,7 +57,7 @@ class SchemaRegistryError(RuntimeError):
 class RegistryClient:
     """The few calls of Confluent's REST API this project makes."""
 
-    def __init__(self, settings: SchemaRegistrySettings) -> None:
+    def __init__(self, settings: SchemaRegistrySettings, transport: httpx.BaseTransport | None = None) -> None:
         if not settings.url:
             raise ValueError("no schema registry URL")
         auth = None
@@ -70,6 +70,7 @@ class RegistryClient:
             auth=auth,
             timeout=settings.timeout_s,
             headers={"Accept": _MEDIA_TYPE, "Content-Type": _MEDIA_TYPE},
+            transport=transport,
         )
 
     def close(self) -> None:

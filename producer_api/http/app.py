@@ -124,7 +124,8 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
-    async def metrics() -> PlainTextResponse:
+    async def metrics(request: Request) -> PlainTextResponse:
+        await request.app.state.readiness.check()  # jobpost_api_ready as of this scrape
         return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return app
