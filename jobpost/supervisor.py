@@ -22,12 +22,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from jobpost import stack
+from jobpost import prometheus, stack
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
 
@@ -47,6 +47,10 @@ class RunSettings(BaseSettings):
     # Each component keeps its local stores in a folder of its own under this one, so a
     # restarted component finds its state again.
     state_dir: Path = Field(default=Path(".state"), validation_alias="JOBPOST_STATE_DIR")
+    # Prometheus scraping every component, with the rules of deploy/prometheus/ (see
+    # jobpost/prometheus.py): auto = when installed and its port is free.
+    prometheus: Literal["auto", "true", "false"] = "auto"
+    prometheus_port: int = 9090
 
     def token(self) -> str:
         """The tokens given, or a fresh one for this run."""
@@ -60,6 +64,7 @@ class Component:
     argv: list[str]
     address: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    metrics: str = ""  # host:port of its /metrics, for Prometheus
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff: float = 1.0
@@ -136,11 +141,18 @@ def components(settings: RunSettings) -> list[Component]:
             [*jobpost, "api"],
             f"http://127.0.0.1:{port} (docs at /docs)",
             {"JOBPOST_API_PORT": str(port)},
+            f"127.0.0.1:{port}",
         )
         for r, port in ((r, settings.api_port + r - 1) for r in range(1, n + 1))
     ]
     workers = [
-        Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
+        Component(
+            name(kind, r),
+            argv,
+            f"metrics http://127.0.0.1:{port}/metrics",
+            {variable: str(port)},
+            f"127.0.0.1:{port}",
+        )
         for kind, argv, variable, offset in (
             ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", 0),
             ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", 1),
@@ -154,6 +166,16 @@ def components(settings: RunSettings) -> list[Component]:
         "sandbox", [*jobpost, "sandbox", "--port", str(sandbox_port)], f"http://127.0.0.1:{sandbox_port}"
     )
     return [sandbox, *apis, *workers]
+
+
+def prometheus_component(
+    binary: str, folder: Path, settings: RunSettings, scraped: list[Component]
+) -> Component:
+    """Prometheus scraping `scraped` (started last, so stopped first)."""
+    prometheus.write_config(folder, scraped)
+    port = settings.prometheus_port
+    argv = prometheus.command(binary, folder, port)
+    return Component("prometheus", argv, f"http://127.0.0.1:{port} (targets, rules, alerts)")
 
 
 # The Kafka settings `jobpost run` fills in from the stack when the caller has not set them.
@@ -207,6 +229,7 @@ def run() -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _stop)
+    monitoring, why_not = prometheus.available(settings.prometheus, settings.prometheus_port)
     try:
         for server in stack.servers(stack_settings) if settings.servers else []:
             print(f"starting {server.name} ...", flush=True)
@@ -218,9 +241,12 @@ def run() -> int:
         kafka_config = kafka_settings(kafka)
         ensure_topics(kafka_config)
         token = settings.token()
-        supervisor = Supervisor(
-            components(settings), stack_settings.dir / "logs", component_env(token, settings, kafka)
-        )
+        parts = components(settings)
+        if monitoring:
+            parts.append(prometheus_component(monitoring, stack_settings.dir / "prometheus", settings, parts))
+        else:
+            print(f"prometheus: {why_not}; running without it", flush=True)
+        supervisor = Supervisor(parts, stack_settings.dir / "logs", component_env(token, settings, kafka))
         for component in supervisor.components:
             supervisor.start(component)
         _announce(stack_settings, kafka_config, supervisor, token)

@@ -1,5 +1,6 @@
 """The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -7,6 +8,7 @@ import httpx
 import pytest
 
 from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
 
 TOKEN = "journey-token"
 
@@ -41,8 +43,12 @@ class System:
         )
 
 
-@pytest.fixture
-def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+@contextlib.contextmanager
+def started_system(
+    kafka: KafkaSettings, elasticsearch_url: str, unique: str, **extra: str
+) -> Iterator[System]:
+    """`jobpost run` on this test's topics and index (plus `extra` settings), once /readyz
+    answers 200; stopped afterwards."""
     api_port, sandbox_port = free_port(), free_port()
     metrics_port = 20_000 + os.getpid() % 10_000
     env = {
@@ -58,6 +64,8 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
         "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
         "JOBPOST_METRICS_PORT_BASE": str(metrics_port),
+        "JOBPOST_RUN_PROMETHEUS": "false",  # 9090 may be a developer's; a test asks for its own
+        **extra,
     }
     process = Process("make-run", ["run"], env)
     system = System(
@@ -72,6 +80,14 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         except httpx.HTTPError:
             return False
 
-    wait_until(ready, 90, "the whole system to be ready")
-    yield system
-    process.stop()
+    try:
+        wait_until(ready, 90, "the whole system to be ready")
+        yield system
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+    with started_system(kafka, elasticsearch_url, unique) as started:
+        yield started
