@@ -57,7 +57,9 @@ class SchemaRegistryError(RuntimeError):
 class RegistryClient:
     """The few calls of Confluent's REST API this project makes."""
 
-    def __init__(self, settings: SchemaRegistrySettings, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self, settings: SchemaRegistrySettings, transport: httpx.BaseTransport | None = None
+    ) -> None:
         if not settings.url:
             raise ValueError("no schema registry URL")
         auth = None

@@ -18,8 +18,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from jobpost.stack.process import Progress, Server, megabytes, quiet
-from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
+from jobpost.stack.process import Progress, Server, fetch_archive, megabytes, quiet
+from jobpost.stack.settings import StackError, StackSettings, java_home
 
 MIN_JAVA = 21  # Apicurio Registry 3.x is built for Java 21 (class file version 65)
 JVM_FOLDERS = (Path("/usr/lib/jvm"), Path("/opt/java"), Path("/usr/java"))
@@ -43,20 +43,8 @@ class RegistryServer(Server):
     def fetch(self, progress: Progress = quiet) -> None:
         if (self.app / "quarkus-run.jar").exists():
             return
-        download = self.settings.dir / "jars" / "registry"
-        tarball = download / f"apicurio-registry-app-{self.version}-all.tar.gz"
-        if not tarball.exists():
-            progress(
-                f"registry: fetching {self.artifact} {self.version}"
-                f" from Maven Central (~{self.download_mb} MB) ..."
-            )
-            mvn(
-                POMS / "registry" / "pom.xml",
-                "dependency:copy-dependencies",
-                f"-Dregistry.version={self.version}",
-                f"-DoutputDirectory={download}",
-            )
-            progress(f"registry: {tarball.name}, {megabytes(tarball):.0f} MB in {download}")
+        tarball = self.settings.dir / "jars" / "registry" / f"apicurio-registry-app-{self.version}-all.tar.gz"
+        fetch_archive("registry", self.artifact, self.version, self.download_mb, tarball, progress)
         progress(f"registry: unpacking {tarball.name} into {self.app} ...")
         partial = self.app.with_name(f".{self.app.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
