@@ -61,6 +61,12 @@ def command(binary: str, folder: Path, port: int) -> list[str]:
     ]
 
 
+def launch(binary: str, folder: Path, port: int, scraped: Sequence[Scraped]) -> tuple[list[str], str]:
+    """(argv, address) of a Prometheus scraping `scraped`, its config written."""
+    write_config(folder, scraped)
+    return command(binary, folder, port), f"http://127.0.0.1:{port} (targets, rules, alerts)"
+
+
 def write_config(folder: Path, components: Sequence[Scraped]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "prometheus.yml"

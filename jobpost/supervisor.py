@@ -168,16 +168,6 @@ def components(settings: RunSettings) -> list[Component]:
     return [sandbox, *apis, *workers]
 
 
-def prometheus_component(
-    binary: str, folder: Path, settings: RunSettings, scraped: list[Component]
-) -> Component:
-    """Prometheus scraping `scraped` (started last, so stopped first)."""
-    prometheus.write_config(folder, scraped)
-    port = settings.prometheus_port
-    argv = prometheus.command(binary, folder, port)
-    return Component("prometheus", argv, f"http://127.0.0.1:{port} (targets, rules, alerts)")
-
-
 # The Kafka settings `jobpost run` fills in from the stack when the caller has not set them.
 KAFKA_VARIABLES = {
     "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": "bootstrap_servers",
@@ -194,6 +184,14 @@ def kafka_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -
         defaults["JOBPOST_KAFKA_REPLICATION_FACTOR"] = str(stack_settings.brokers)
         defaults["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] = "2"
     return {name: value for name, value in defaults.items() if name not in environ}
+
+
+def registry_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -> dict[str, str]:
+    """In registry mode (JOBPOST_STACK_REGISTRY=true) the components use the stack's
+    registry, unless JOBPOST_SCHEMA_REGISTRY_URL names another."""
+    if stack_settings.registry and not environ.get("JOBPOST_SCHEMA_REGISTRY_URL"):
+        return {"JOBPOST_SCHEMA_REGISTRY_URL": stack_settings.registry_url}
+    return {}
 
 
 def kafka_settings(kafka: Mapping[str, str]) -> KafkaSettings:
@@ -242,11 +240,13 @@ def run() -> int:
         ensure_topics(kafka_config)
         token = settings.token()
         parts = components(settings)
-        if monitoring:
-            parts.append(prometheus_component(monitoring, stack_settings.dir / "prometheus", settings, parts))
+        if monitoring:  # started last, so stopped first
+            folder, port = stack_settings.dir / "prometheus", settings.prometheus_port
+            parts.append(Component("prometheus", *prometheus.launch(monitoring, folder, port, parts)))
         else:
             print(f"prometheus: {why_not}; running without it", flush=True)
-        supervisor = Supervisor(parts, stack_settings.dir / "logs", component_env(token, settings, kafka))
+        env = component_env(token, settings, {**kafka, **registry_env(stack_settings, os.environ)})
+        supervisor = Supervisor(parts, stack_settings.dir / "logs", env)
         for component in supervisor.components:
             supervisor.start(component)
         _announce(stack_settings, kafka_config, supervisor, token)
@@ -271,7 +271,7 @@ def _say(message: str) -> None:
 def _announce(
     settings: stack.StackSettings, kafka: KafkaSettings, supervisor: Supervisor, token: str
 ) -> None:
-    replication = ""
+    replication, registry = "", supervisor.env.get("JOBPOST_SCHEMA_REGISTRY_URL")
     if kafka.replication_factor > 1:
         replication = (
             f" (topics: replication factor {kafka.replication_factor},"
@@ -281,6 +281,7 @@ def _announce(
         "jobpost is running:",
         f"  Kafka          {kafka.bootstrap_servers}{replication}",
         f"  Elasticsearch  {settings.elasticsearch_url}",
+        *([f"  schema registry {supervisor.env['JOBPOST_SCHEMA_REGISTRY_URL']}"] if registry else []),
         *(f"  {c.name:<14} {c.address}" for c in supervisor.components if c.address),
         f"  logs           {settings.dir / 'logs'}",
         f"  API token      {token}",

@@ -7,6 +7,7 @@ import pytest
 from jobpost.stack import RegistryServer, StackError, StackSettings, servers
 from jobpost.stack import registry as registry_module
 from jobpost.stack.registry import java_major, registry_java_home
+from jobpost.supervisor import registry_env
 
 
 def jdk(root: Path, name: str, version: str) -> Path:
@@ -63,3 +64,10 @@ def test_it_listens_on_loopback_only_and_keeps_its_schemas_on_disk(tmp_path):
 def test_the_registry_runs_only_in_registry_mode():
     assert [s.name for s in servers(StackSettings())] == ["kafka", "elasticsearch"]
     assert [s.name for s in servers(StackSettings(registry=True))] == ["kafka", "elasticsearch", "registry"]
+
+
+def test_make_run_in_registry_mode_points_every_component_at_the_stacks_registry():
+    mode = StackSettings(registry=True, registry_port=18081)
+    assert registry_env(mode, {}) == {"JOBPOST_SCHEMA_REGISTRY_URL": "http://127.0.0.1:18081/apis/ccompat/v7"}
+    assert registry_env(mode, {"JOBPOST_SCHEMA_REGISTRY_URL": "http://elsewhere/apis/ccompat/v7"}) == {}
+    assert registry_env(StackSettings(), {}) == {}
