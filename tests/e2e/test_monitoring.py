@@ -72,23 +72,32 @@ def load(system: System, topics: Topics, bootstrap: str) -> None:
     assert producer.flush(10) == 0
 
 
-def corrupt_and_kill(system: System, command: str) -> None:
-    """A consumer found with its local store unreadable: killed, its RocksDB CURRENT files
-    overwritten; the supervisor restarts it and it rebuilds the store from Kafka."""
-    pid = system.children(command)[0]
+def state_dir_of(pid: int) -> Path:
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    state = Path(next(v for v in environ if v.startswith(b"JOBPOST_STATE_DIR=")).split(b"=", 1)[1].decode())
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: pid not in system.children(command), 10, f"{command} {pid} to die")
-    currents = list(state.rglob("CURRENT"))
-    assert currents, f"no RocksDB store under {state}"
-    for current in currents:
-        current.write_bytes(b"garbage")
-    wait_until(lambda: len(system.children(command)) == 2, 30, f"{command} restarted")
+    return Path(next(v for v in environ if v.startswith(b"JOBPOST_STATE_DIR=")).split(b"=", 1)[1].decode())
+
+
+def corrupt_and_kill(system: System, command: str) -> None:
+    """Consumers found with their local stores unreadable: killed, every RocksDB store
+    either of them had replaced by one whose CURRENT file is garbage (in both folders, so
+    whichever partitions they get back, they find it); the supervisor restarts them and
+    they rebuild the stores from Kafka."""
+    pids = system.children(command)
+    folders = [state_dir_of(pid) for pid in pids]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not set(pids) & set(system.children(command)), 10, f"{command} {pids} to die")
+    stores = {current.parent.relative_to(folder) for folder in folders for current in folder.rglob("CURRENT")}
+    assert stores, f"no RocksDB store under {folders}"
+    for folder in folders:
+        for store in stores:
+            (folder / store).mkdir(parents=True, exist_ok=True)
+            (folder / store / "CURRENT").write_bytes(b"garbage")
+    wait_until(lambda: len(system.children(command)) == len(pids), 30, f"{command} restarted")
 
 
 def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data(
-    kafka, elasticsearch_url, unique
+    kafka, elasticsearch_url, unique, tmp_path
 ):
     port = free_port()
     prometheus = f"http://127.0.0.1:{port}"
@@ -96,6 +105,8 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
         "JOBPOST_RUN_PROMETHEUS": "true",
         "JOBPOST_RUN_PROMETHEUS_PORT": str(port),
         "JOBPOST_RUN_REPLICAS": "2",
+        # A Prometheus of its own, with no series of an earlier run to answer for this one.
+        "JOBPOST_STACK_DIR": str(tmp_path / "stack"),
     }
     with started_system(kafka, elasticsearch_url, unique, **settings) as system:
         load(system, Topics(kafka.topic_prefix), kafka.bootstrap_servers)
