@@ -91,9 +91,13 @@ class RegistryClient:
             return None
         return str(_json(answer, f"the compatibility of {subject_name}").get("compatibilityLevel") or "")
 
-    def set_compatibility(self, subject_name: str, level: str) -> None:
-        _json(self._http.put(f"/config/{subject_name}", json={"compatibility": level}),
-              f"setting {subject_name} to {level}")  # fmt: skip
+    def set_compatibility(self, subject_name: str, level: str) -> bool:
+        """False when another process set the subject's level at the same moment (409)."""
+        answer = self._http.put(f"/config/{subject_name}", json={"compatibility": level})
+        if answer.status_code == 409:
+            return False
+        _json(answer, f"setting {subject_name} to {level}")
+        return True
 
     def register(self, subject_name: str, schema_text: str) -> int:
         """The id of the schema under the subject: the existing one when it is registered
@@ -155,8 +159,17 @@ def _ensure(client: RegistryClient, subject_name: str, schema_text: str) -> int:
 
 
 def _hold_compatibility(client: RegistryClient, subject_name: str) -> None:
-    if client.compatibility(subject_name) not in AT_LEAST_COMPATIBILITY:
-        client.set_compatibility(subject_name, COMPATIBILITY)
+    # Components start together: two may set a new subject's level at once, and a
+    # registry may refuse the second (Apicurio: "a rule named COMPATIBILITY already
+    # exists"). Then the level is read again.
+    for _ in range(3):
+        if client.compatibility(subject_name) in AT_LEAST_COMPATIBILITY:
+            return
+        if client.set_compatibility(subject_name, COMPATIBILITY):
+            return
+    raise SchemaRegistryError(
+        f"could not hold {subject_name} to {COMPATIBILITY}: another client keeps changing it"
+    )
 
 
 def _until_answered(client: RegistryClient, subject_name: str, schema_text: str, deadline: float) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from confluent_kafka import Producer
 
-from jobpost.processes import free_port
+from jobpost.processes import LOG_DIR, free_port
 from schemas.topics import Topics
 from tests.dashboard import PENDING, dashboard_queries, metric_names
 from tests.e2e.conftest import System, started_system
@@ -22,12 +22,18 @@ from tests.processes import wait_until
 RATE_INTERVAL = "1m"
 
 
-def exposed(prometheus: str) -> set[str]:
+def exposed(prometheus: str, logs: Path) -> set[str]:
     """Every metric family some target of Prometheus exposes (its # HELP lines)."""
     targets = httpx.get(f"{prometheus}/api/v1/targets").json()["data"]["activeTargets"]
     names: set[str] = set()
     for target in targets:
-        text = httpx.get(target["scrapeUrl"], timeout=10).text
+        try:
+            text = httpx.get(target["scrapeUrl"], timeout=10).text
+        except httpx.HTTPError as exc:
+            log = logs / f"{target['labels']['component']}.log"
+            raise AssertionError(
+                f"{target['scrapeUrl']}: {exc!r}; its log:\n{log.read_text()[-3000:]}"
+            ) from exc
         names |= set(re.findall(r"^# HELP (\S+)", text, re.MULTILINE))
     return names
 
@@ -97,16 +103,18 @@ def corrupt_and_kill(system: System, command: str) -> None:
 
 
 def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data(
-    kafka, elasticsearch_url, unique, tmp_path
+    kafka, elasticsearch_url, unique
 ):
+    # A Prometheus of its own (no series of an earlier run answer for this one), and the
+    # components' logs beside the test's own.
+    stack_dir = LOG_DIR / f"monitoring-{unique}"
     port = free_port()
     prometheus = f"http://127.0.0.1:{port}"
     settings = {
         "JOBPOST_RUN_PROMETHEUS": "true",
         "JOBPOST_RUN_PROMETHEUS_PORT": str(port),
         "JOBPOST_RUN_REPLICAS": "2",
-        # A Prometheus of its own, with no series of an earlier run to answer for this one.
-        "JOBPOST_STACK_DIR": str(tmp_path / "stack"),
+        "JOBPOST_STACK_DIR": str(stack_dir),
     }
     with started_system(kafka, elasticsearch_url, unique, **settings) as system:
         load(system, Topics(kafka.topic_prefix), kafka.bootstrap_servers)
@@ -127,7 +135,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
         groups = httpx.get(f"{prometheus}/api/v1/rules").json()["data"]["groups"]
         assert {g["name"]: len(g["rules"]) for g in groups} == {"jobpost-recording": 6, "jobpost-alerts": 10}
 
-        available = exposed(prometheus)
+        available = exposed(prometheus, stack_dir / "logs")
         unknown = (
             {name for _, expr in dashboard_queries() for name in metric_names(expr)} - available - PENDING
         )

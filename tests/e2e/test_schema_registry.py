@@ -86,6 +86,8 @@ def test_registry_mode_from_create_to_both_boards_and_search(
         wait_until(lambda: system.titles("connect") == [(theirs, 0)], 60, "search to find theirs")
         read = system.http.get(f"/postings/{theirs}", params={"consistency": "strong"})
         assert read.status_code == 200 and read.json()["description"] == "Written by AvroSerializer"
+        # Every component registered the schemas at start, all at once, and none had to be restarted.
+        assert "exited with" not in system.process.log_tail(), system.process.log_tail()
 
     # Every record every producer wrote is in the registry's format, and AvroDeserializer
     # (asking the registry for each id) reads it.

@@ -4,6 +4,7 @@ serializers and ours read each other's records."""
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -164,3 +165,16 @@ def test_another_systems_subjects_are_its_own(kafka, schema_registry_url, regist
     mine, theirs = Topics(f"{kafka.topic_prefix}-a"), Topics(f"{kafka.topic_prefix}-b")
     use_schema_registry(settings(schema_registry_url), mine)
     assert subject(theirs.postings) not in registry.get("/subjects").json()
+
+
+def test_components_starting_together_all_register(kafka, topics, schema_registry_url, registry):
+    # make run starts every component at once: they race to create each subject and set
+    # its level (the race once made three of four exit at start).
+    def start(_: int) -> framing.Registry | None:
+        return use_schema_registry(settings(schema_registry_url), topics)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        chosen = list(pool.map(start, range(4)))
+    assert all(c is not None and c.ids == chosen[0].ids for c in chosen)
+    for topic in value_codecs(topics):
+        assert registry.get(f"/config/{subject(topic)}").json()["compatibilityLevel"] == "BACKWARD_TRANSITIVE"
