@@ -6,6 +6,8 @@ the rules are loaded, and every query of the Grafana dashboard is valid and retu
 import os
 import re
 import signal
+import time
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -27,15 +29,26 @@ def exposed(prometheus: str, logs: Path) -> set[str]:
     targets = httpx.get(f"{prometheus}/api/v1/targets").json()["data"]["activeTargets"]
     names: set[str] = set()
     for target in targets:
-        try:
-            text = httpx.get(target["scrapeUrl"], timeout=10).text
-        except httpx.HTTPError as exc:
-            log = logs / f"{target['labels']['component']}.log"
-            raise AssertionError(
-                f"{target['scrapeUrl']}: {exc!r}; its log:\n{log.read_text()[-3000:]}"
-            ) from exc
+        log = logs / f"{target['labels']['component']}.log"
+
+        def metrics() -> str | None:
+            try:
+                return httpx.get(target["scrapeUrl"], timeout=10).text
+            except httpx.HTTPError:
+                return None
+
+        text = wait_until(metrics, 30, f"{target['scrapeUrl']} to answer (its log: {log})")
         names |= set(re.findall(r"^# HELP (\S+)", text, re.MULTILINE))
     return names
+
+
+def _epoch(rfc3339: str) -> float:
+    """Prometheus's timestamps carry nanoseconds, which datetime does not take."""
+    match = re.fullmatch(r"([^.]+?)(\.\d+)?(Z|[+-]\d\d:\d\d)", rfc3339)
+    assert match, rfc3339
+    whole, fraction, zone = match.groups()
+    moment = datetime.fromisoformat(whole + ("+00:00" if zone == "Z" else zone))
+    return moment.timestamp() + float(fraction or 0)
 
 
 def load(system: System, topics: Topics, bootstrap: str) -> None:
@@ -123,9 +136,18 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
         def targets() -> list[dict]:
             return httpx.get(f"{prometheus}/api/v1/targets").json()["data"]["activeTargets"]
 
-        wait_until(
-            lambda: len(targets()) == 8 and all(t["health"] == "up" for t in targets()), 60, "every target up"
-        )
+        # Every target answers (the restarted consumers too), then Prometheus has seen each up
+        # after that (a scrape from before the kill would say "up" as well).
+        available = exposed(prometheus, stack_dir / "logs")
+        answered = time.time()
+
+        def all_up_since() -> bool:
+            found = targets()
+            return len(found) == 8 and all(
+                t["health"] == "up" and _epoch(t["lastScrape"]) > answered for t in found
+            )
+
+        wait_until(all_up_since, 60, "every target up in a scrape after they all answered")
         jobs = sorted((t["labels"]["job"], t["labels"]["component"]) for t in targets())
         assert jobs == sorted(
             (f"jobpost-{kind}", f"{kind}-{r}")
@@ -135,7 +157,6 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
         groups = httpx.get(f"{prometheus}/api/v1/rules").json()["data"]["groups"]
         assert {g["name"]: len(g["rules"]) for g in groups} == {"jobpost-recording": 6, "jobpost-alerts": 10}
 
-        available = exposed(prometheus, stack_dir / "logs")
         unknown = (
             {name for _, expr in dashboard_queries() for name in metric_names(expr)} - available - PENDING
         )
