@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -43,13 +44,27 @@ class System:
         )
 
 
+def free_ports(n: int) -> int:
+    """The first of n consecutive ports that are free now."""
+    while True:
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + n):
+                    held.enter_context(socket.create_server(("127.0.0.1", port)))
+            except OSError:
+                continue
+        return first
+
+
 @contextlib.contextmanager
 def started_system(
     kafka: KafkaSettings, elasticsearch_url: str, unique: str, **extra: str
 ) -> Iterator[System]:
     """`jobpost run` on this test's topics and index (plus `extra` settings), once /readyz
     answers 200; stopped afterwards."""
-    api_port, sandbox_port = free_port(), free_port()
+    # Replica r of the API listens on api_port + r - 1: all of them must be free.
+    api_port, sandbox_port = free_ports(int(extra.get("JOBPOST_RUN_REPLICAS", "1"))), free_port()
     metrics_port = 20_000 + os.getpid() % 10_000
     env = {
         **kafka_env(kafka),
