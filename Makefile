@@ -26,6 +26,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/jobpost doctor --obtain
 	$(BIN)/jobpost stack fetch
+	$(BIN)/jobpost stack fetch --only registry  # the schema registry tests' Apicurio (~158 MB once)
 	$(BIN)/pytest
 
 unit: $(STAMP)

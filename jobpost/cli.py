@@ -10,13 +10,14 @@ import sys
 
 from jobpost import stack
 from runtime.kafka import KafkaSettings
+from runtime.schema_registry import SchemaRegistryError
 from runtime.topics import TopicMismatchError, ensure_topics
-from schemas.topics import BOARDS
+from schemas.topics import BOARDS, Topics
 
 
 def _stack(args: argparse.Namespace) -> int:
     settings = stack.StackSettings()
-    servers = stack.servers(settings)
+    servers = stack.servers(settings, registry=True if args.only == "registry" else None)
     if args.only:
         servers = [s for s in servers if s.name == args.only]
     if args.json and args.action != "status":
@@ -77,9 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    p = commands.add_parser("stack", help="fetch, start, stop the local Kafka and Elasticsearch")
+    p = commands.add_parser(
+        "stack", help="fetch, start, stop the local Kafka and Elasticsearch (and the schema registry)"
+    )
     p.add_argument("action", choices=["fetch", "start", "stop", "status"])
-    p.add_argument("--only", choices=["kafka", "elasticsearch"])
+    p.add_argument("--only", choices=["kafka", "elasticsearch", "registry"])
     p.add_argument("--json", action="store_true", help="status: one JSON object per server per line")
     p.set_defaults(func=_stack)
 
@@ -130,6 +133,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _consumer(args: argparse.Namespace) -> int:
     _logging(args.destination)
+    _records()
     from consumers.main import run_consumer
 
     run_consumer(args.destination)
@@ -137,6 +141,7 @@ def _consumer(args: argparse.Namespace) -> int:
 
 
 def _dlq(args: argparse.Namespace) -> int:
+    _records()
     from jobpost.dlq import list_dead_letters, redrive
     from schemas.enums import Destination
 
@@ -177,6 +182,22 @@ def _logging(component: str) -> None:
         configure(component)
 
 
+def _records() -> None:
+    """Choose this process's wire format for records, once, before it reads or writes one:
+    with JOBPOST_SCHEMA_REGISTRY_URL set, register this release's schemas (a refusal stops
+    the process here, never mid-stream) and write the registry's format."""
+    from runtime.schema_registry import SchemaRegistrySettings, use_schema_registry
+
+    settings = SchemaRegistrySettings()
+    if not settings.url:
+        return
+    registry = use_schema_registry(settings, Topics(KafkaSettings().topic_prefix))
+    if registry is not None:
+        writes = "the registry's wire format" if registry.write else "single-object encoding"
+        log = logging.getLogger("jobpost.cli")
+        log.info("schema registry %s: %d schemas, writing %s", settings.url, len(registry.ids), writes)
+
+
 def _component(name: str):  # type: ignore[no-untyped-def]
     def run(_args: argparse.Namespace) -> int:
         _logging(name)
@@ -184,6 +205,7 @@ def _component(name: str):  # type: ignore[no-untyped-def]
             from jobpost.supervisor import run as supervise
 
             return supervise()
+        _records()
         if name == "api":
             from producer_api.main import run_api
 
@@ -212,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     except stack.StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except SchemaRegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

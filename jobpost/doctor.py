@@ -9,6 +9,10 @@ The browser: `JOBPOST_CHROMIUM` when set (it must exist then); else a chromium o
 PATH (Debian's `chromium`); else Playwright's own chromium once downloaded. To obtain one:
 Debian's package where `apt-get` exists and we may use it (root, or `sudo -n`), else
 Playwright's download (`playwright install chromium`) where it is reachable.
+
+Prometheus (`promtool` tests the alert rules, `prometheus` runs under the monitoring
+end-to-end test): on the PATH, else Debian's `prometheus` package without its recommends
+(exporters we do not use), the same way.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ def chromium() -> Path | None:
 
 
 def check(settings: stack.StackSettings, obtain: bool, say: Say = print) -> list[Finding]:
-    return [_python(), _java(settings), _maven(settings), _browser(obtain, say)]
+    return [_python(), _java(settings), _maven(settings), _browser(obtain, say), _prometheus(obtain, say)]
 
 
 def main(obtain: bool) -> int:
@@ -124,15 +128,33 @@ def _browser(obtain: bool, say: Say) -> Finding:
     )
 
 
-def _obtain_chromium(say: Say) -> None:
+def _prometheus(obtain: bool, say: Say) -> Finding:
+    wanted = "prometheus and promtool (the alert rules' tests, the monitoring test)"
+    if obtain and not (shutil.which("prometheus") and shutil.which("promtool")):
+        _apt_install("prometheus", say, "--no-install-recommends")
+    found = shutil.which("prometheus"), shutil.which("promtool")
+    if all(found):
+        return Finding(wanted, " and ".join(str(f) for f in found))
+    remedy = "install Debian's prometheus (apt-get install --no-install-recommends prometheus)"
+    return Finding(wanted, None, remedy)
+
+
+def _apt_install(package: str, say: Say, *options: str) -> bool:
+    """Debian's `package`, where apt-get may be used here; whether it was installed."""
     apt = _apt_get()
-    if apt is not None:
-        say("no chromium found: installing Debian's (apt-get install chromium) ...")
-        if _run([*apt, "install", "-y", "-q", "chromium"]) or (
-            _run([*apt, "update", "-q"]) and _run([*apt, "install", "-y", "-q", "chromium"])
-        ):
-            return
-        say("apt-get could not install chromium")
+    if apt is None:
+        return False
+    say(f"no {package} found: installing Debian's (apt-get install {package}) ...")
+    install = [*apt, "install", "-y", "-q", *options, package]
+    if _run(install) or (_run([*apt, "update", "-q"]) and _run(install)):
+        return True
+    say(f"apt-get could not install {package}")
+    return False
+
+
+def _obtain_chromium(say: Say) -> None:
+    if _apt_install("chromium", say):
+        return
     say("trying Playwright's own chromium (playwright install chromium) ...")
     if not _run([sys.executable, "-m", "playwright", "install", "chromium"]):
         say("Playwright's download did not succeed")

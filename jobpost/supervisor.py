@@ -22,12 +22,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from jobpost import stack
+from jobpost import prometheus, stack
 from jobpost.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
@@ -49,6 +49,10 @@ class RunSettings(BaseSettings):
     # Each component keeps its local stores in a folder of its own under this one, so a
     # restarted component finds its state again.
     state_dir: Path = Field(default=Path(".state"), validation_alias="JOBPOST_STATE_DIR")
+    # Prometheus scraping every component, with the rules of deploy/prometheus/ (see
+    # jobpost/prometheus.py): auto = when installed and its port is free.
+    prometheus: Literal["auto", "true", "false"] = "auto"
+    prometheus_port: int = 9090
 
     def token(self) -> str:
         """The tokens given, or a fresh one for this run."""
@@ -62,6 +66,7 @@ class Component:
     argv: list[str]
     address: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    metrics: str = ""  # host:port of its /metrics, for Prometheus
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff: float = 1.0
@@ -145,11 +150,18 @@ def components(settings: RunSettings) -> list[Component]:
             [*jobpost, "api"],
             f"http://127.0.0.1:{port} (docs at /docs)",
             {"JOBPOST_API_PORT": str(port), **peers(port)},
+            f"127.0.0.1:{port}",
         )
         for r, port in enumerate(ports, start=1)
     ]
     workers = [
-        Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
+        Component(
+            name(kind, r),
+            argv,
+            f"metrics http://127.0.0.1:{port}/metrics",
+            {variable: str(port)},
+            f"127.0.0.1:{port}",
+        )
         for kind, argv, variable, offset in (
             *(
                 (board.value, [*jobpost, "consumer", board.value], "JOBPOST_CONSUMER_METRICS_PORT", offset)
@@ -183,6 +195,14 @@ def kafka_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -
         defaults["JOBPOST_KAFKA_REPLICATION_FACTOR"] = str(stack_settings.brokers)
         defaults["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] = "2"
     return {name: value for name, value in defaults.items() if name not in environ}
+
+
+def registry_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -> dict[str, str]:
+    """In registry mode (JOBPOST_STACK_REGISTRY=true) the components use the stack's
+    registry, unless JOBPOST_SCHEMA_REGISTRY_URL names another."""
+    if stack_settings.registry and not environ.get("JOBPOST_SCHEMA_REGISTRY_URL"):
+        return {"JOBPOST_SCHEMA_REGISTRY_URL": stack_settings.registry_url}
+    return {}
 
 
 def kafka_settings(kafka: Mapping[str, str]) -> KafkaSettings:
@@ -226,6 +246,7 @@ def run() -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _stop)
+    monitoring, why_not = prometheus.available(settings.prometheus, settings.prometheus_port)
     try:
         for server in stack.servers(stack_settings) if settings.servers else []:
             print(f"starting {server.name} ...", flush=True)
@@ -237,9 +258,14 @@ def run() -> int:
         kafka_config = kafka_settings(kafka)
         ensure_topics(kafka_config)
         token = settings.token()
-        supervisor = Supervisor(
-            components(settings), stack_settings.dir / "logs", component_env(token, settings, kafka)
-        )
+        parts = components(settings)
+        if monitoring:  # started last, so stopped first
+            folder, port = stack_settings.dir / "prometheus", settings.prometheus_port
+            parts.append(Component("prometheus", *prometheus.launch(monitoring, folder, port, parts)))
+        else:
+            print(f"prometheus: {why_not}; running without it", flush=True)
+        env = component_env(token, settings, {**kafka, **registry_env(stack_settings, os.environ)})
+        supervisor = Supervisor(parts, stack_settings.dir / "logs", env)
         for component in supervisor.components:
             supervisor.start(component)
         _announce(stack_settings, kafka_config, supervisor, token)
@@ -264,7 +290,7 @@ def _say(message: str) -> None:
 def _announce(
     settings: stack.StackSettings, kafka: KafkaSettings, supervisor: Supervisor, token: str
 ) -> None:
-    replication = ""
+    replication, registry = "", supervisor.env.get("JOBPOST_SCHEMA_REGISTRY_URL")
     if kafka.replication_factor > 1:
         replication = (
             f" (topics: replication factor {kafka.replication_factor},"
@@ -274,6 +300,7 @@ def _announce(
         "jobpost is running:",
         f"  Kafka          {kafka.bootstrap_servers}{replication}",
         f"  Elasticsearch  {settings.elasticsearch_url}",
+        *([f"  schema registry {supervisor.env['JOBPOST_SCHEMA_REGISTRY_URL']}"] if registry else []),
         *(f"  {c.name:<14} {c.address}" for c in supervisor.components if c.address),
         f"  logs           {settings.dir / 'logs'}",
         f"  API token      {token}",

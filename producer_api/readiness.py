@@ -20,6 +20,7 @@ import time
 
 import httpx
 from confluent_kafka.admin import AdminClient
+from prometheus_client import Gauge
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
@@ -29,6 +30,10 @@ from sequencer.member import Sequencer
 
 log = logging.getLogger(__name__)
 Checks = dict[str, str | None]  # check -> None when it passes, else why not
+
+# What /readyz answered last, as 1 or 0, for an alert on a replica not ready (/metrics
+# checks readiness first, so a scrape sees it as of now).
+READY = Gauge("jobpost_api_ready", "1 when this replica can take a write and serve a read, else 0")
 
 
 class Readiness:
@@ -56,6 +61,7 @@ class Readiness:
             "elasticsearch": search,
         }
         self._cached = (time.monotonic(), checks)
+        READY.set(0 if any(checks.values()) else 1)
         return checks
 
     def _kafka(self) -> str | None:

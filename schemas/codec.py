@@ -1,8 +1,11 @@
-"""Avro single-object encoding (magic C3 01 + CRC-64-AVRO fingerprint + body).
+"""Avro records in single-object encoding (magic C3 01 + CRC-64-AVRO fingerprint + body),
+or in the Schema Registry wire format (00 + schema id + body) once a process chose it at
+start (`schemas.framing`).
 
 A codec reads with one reader schema and knows every released writer schema of its record
-type, so a record written by an older (or newer) release resolves to the reader's shape.
-Schemas come only from the `.avsc` files in `schemas/avro/`.
+type, so a record written by an older (or newer) release resolves to the reader's shape; it
+reads both wire formats whatever this process writes. Schemas come only from the `.avsc`
+files in `schemas/avro/`.
 
 `AvroCodec` works on the dicts fastavro reads and writes; `RecordCodec` is the thin typed
 layer over it that the code uses: `codec.posting_updates().encode(PostingUpdate) -> bytes`.
@@ -13,7 +16,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-import struct
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import fastavro
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from schemas import framing
 from schemas.audit import AuditEvent
 from schemas.changelog import SequencerState
 from schemas.events import DeliveryEvent
@@ -29,8 +32,9 @@ from schemas.model import Command, DeliveryState, PostingUpdate, Reply
 from schemas.redrive import RedriveRequest
 
 AVRO_DIR = Path(__file__).parent / "avro"
-MAGIC = b"\xc3\x01"
-_HEADER = struct.Struct("<2sq")
+MAGIC = framing.SINGLE_OBJECT_MAGIC
+_HEADER = framing.SINGLE_OBJECT_HEADER
+_REGISTRY_HEADER = framing.REGISTRY_HEADER
 
 
 class SerializationError(ValueError):
@@ -67,8 +71,12 @@ def _parsed(schema: dict[str, Any]) -> dict[str, Any]:
 class AvroCodec:
     """Encodes with the newest schema of a record type; decodes any released version of it."""
 
-    def __init__(self, reader: dict[str, Any], writers: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, reader: dict[str, Any], writers: list[dict[str, Any]] | None = None, text: str | None = None
+    ) -> None:
         self.schema = reader
+        # What a schema registry is given: the `.avsc` file as written (docs and defaults kept).
+        self.text = text or json.dumps(reader)
         self.fingerprint = schema_fingerprint(reader)
         self._header = _HEADER.pack(MAGIC, self.fingerprint)
         # Parsed once, with fastavro's hint that they are: without it fastavro parses the
@@ -84,11 +92,12 @@ class AvroCodec:
         if not paths:
             raise FileNotFoundError(f"no schema {stem}.v*.avsc in {AVRO_DIR}")
         schemas = [_load_schema_path(p) for p in paths]
-        return cls(schemas[-1], schemas[:-1])
+        text = json.dumps(json.loads(paths[-1].read_text()), separators=(",", ":"))
+        return cls(schemas[-1], schemas[:-1], text)
 
     def encode(self, record: dict[str, Any]) -> bytes:
         buffer = io.BytesIO()
-        buffer.write(self._header)
+        buffer.write(self._header_now())
         try:
             fastavro.schemaless_writer(buffer, self._parsed, record)
         except UnicodeEncodeError as exc:
@@ -97,20 +106,64 @@ class AvroCodec:
             raise SerializationError(f"record does not fit {self.schema['name']}: {exc}") from exc
         return buffer.getvalue()
 
+    def _header_now(self) -> bytes:
+        registry = framing.registry()
+        if registry is None or not registry.write:
+            return self._header
+        header = registry.header(self.fingerprint)
+        if header is None:
+            raise SerializationError(f"{self.schema['name']} was not registered when this process started")
+        return header
+
     def decode(self, data: bytes) -> dict[str, Any]:
-        if len(data) < _HEADER.size or data[:2] != MAGIC:
-            raise SerializationError("not an Avro single-object encoded record (bad magic)")
-        _, writer_fingerprint = _HEADER.unpack_from(data)
-        writer = self._writers.get(writer_fingerprint)
-        if writer is None:
-            raise UnknownSchemaError(
-                f"unknown writer schema fingerprint {writer_fingerprint:#018x} for {self.schema['name']}"
-            )
+        if len(data) >= _HEADER.size and data[:2] == MAGIC:
+            _, writer_fingerprint = _HEADER.unpack_from(data)
+            writer = self._writers.get(writer_fingerprint)
+            if writer is None:
+                raise UnknownSchemaError(
+                    f"unknown writer schema fingerprint {writer_fingerprint:#018x} for {self.schema['name']}"
+                )
+            body = data[_HEADER.size :]
+        elif len(data) >= _REGISTRY_HEADER.size and data[:1] == framing.REGISTRY_MAGIC:
+            _, schema_id = _REGISTRY_HEADER.unpack_from(data)
+            writer = self._registered_writer(schema_id)
+            body = data[_REGISTRY_HEADER.size :]
+        else:
+            raise SerializationError("not an Avro record in single-object or registry framing (bad magic)")
         try:
-            record = fastavro.schemaless_reader(io.BytesIO(data[_HEADER.size :]), writer, self._parsed)
+            record = fastavro.schemaless_reader(io.BytesIO(body), writer, self._parsed)
         except Exception as exc:  # fastavro raises many types for corrupt input
             raise SerializationError(f"cannot decode {self.schema['name']}: {exc!r}") from exc
         return record  # type: ignore[return-value]
+
+    def _registered_writer(self, schema_id: int) -> dict[str, Any]:
+        """The parsed writer schema of a registry id: one this process registered, or one
+        the registry names (asked once per id; SchemaLookupError when it cannot say now)."""
+        registry = framing.registry()
+        if registry is None:
+            raise UnknownSchemaError(
+                f"a {self.schema['name']} in the schema registry's format (schema id {schema_id}),"
+                " but no registry is configured (JOBPOST_SCHEMA_REGISTRY_URL)"
+            )
+        own = registry.registered(schema_id)
+        if own is not None and own in self._writers:
+            return self._writers[own]
+        fingerprint, schema = registry.fetch(schema_id, _fingerprint_or_unknown)
+        writer = self._writers.get(fingerprint)
+        if writer is None:
+            try:
+                writer = _parsed(schema)
+            except Exception as exc:  # fastavro raises many types for a schema it cannot parse
+                raise UnknownSchemaError(f"schema id {schema_id} is not an Avro schema: {exc!r}") from exc
+            self._writers[fingerprint] = writer
+        return writer
+
+
+def _fingerprint_or_unknown(schema: Any) -> int:
+    try:
+        return schema_fingerprint(schema)
+    except Exception as exc:  # fastavro raises many types for a schema it cannot parse
+        raise UnknownSchemaError(f"the registry's schema is not an Avro schema: {exc!r}") from exc
 
 
 class AvroRecord(Protocol):

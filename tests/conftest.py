@@ -51,6 +51,12 @@ def elasticsearch_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def schema_registry_url() -> Iterator[str]:
+    with servers.schema_registry_url() as url:
+        yield url
+
+
 @pytest.fixture
 def unique(request: pytest.FixtureRequest) -> Iterator[str]:
     """A short name no other test uses, for topic prefixes, groups and indices. The test's

@@ -74,6 +74,16 @@ def elasticsearch_url() -> Iterator[str]:
         yield from _local(stack.ElasticsearchServer, lambda s: s.elasticsearch_url)
 
 
+@contextlib.contextmanager
+def schema_registry_url() -> Iterator[str]:
+    """`SCHEMA_REGISTRY_URL`, else the local stack's Apicurio Registry (fetched and started
+    when not running: ~5 s, with or without Docker, so no container path)."""
+    if os.environ.get("SCHEMA_REGISTRY_URL"):
+        yield os.environ["SCHEMA_REGISTRY_URL"]
+    else:
+        yield from _local(stack.RegistryServer, lambda s: s.registry_url)
+
+
 # Kafka: one KRaft broker + controller. Clients reach the PLAINTEXT listener through a port
 # Docker picks, so what it advertises is known only once the container runs: the container
 # waits for a start script, written after start, that exports the advertised listeners and

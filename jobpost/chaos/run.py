@@ -172,6 +172,7 @@ def _environment(
     return {
         "JOBPOST_RUN_SERVERS": "false",
         "JOBPOST_RUN_REPLICAS": "2",
+        "JOBPOST_RUN_PROMETHEUS": "false",  # measured without it; 9090 may be a developer's
         "JOBPOST_STACK_BROKERS": "3",
         "JOBPOST_STACK_DIR": str(settings.dir),
         "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,

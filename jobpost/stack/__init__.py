@@ -4,7 +4,8 @@
 (default `.stack/` in the project, ignored by git): the fetched jars, server data, logs
 and pid files. Starting a running server is a no-op; stopping kills its process group.
 Kafka is one node, or three (JOBPOST_STACK_BROKERS=3) managed together as "kafka";
-kafka_nodes() gives each node on its own (its pid, start, stop, kill, address).
+kafka_nodes() gives each node on its own (its pid, start, stop, kill, address). In registry
+mode (JOBPOST_STACK_REGISTRY=true) an Apicurio Registry runs beside them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from jobpost.stack.cluster import KafkaCluster, kafka_for
 from jobpost.stack.elasticsearch import ElasticsearchServer
 from jobpost.stack.kafka import KafkaServer, kafka_nodes
 from jobpost.stack.process import Managed, Server
+from jobpost.stack.registry import RegistryServer
 from jobpost.stack.settings import StackError, StackSettings
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "KafkaCluster",
     "KafkaServer",
     "Managed",
+    "RegistryServer",
     "Server",
     "StackError",
     "StackSettings",
@@ -29,5 +32,10 @@ __all__ = [
 ]
 
 
-def servers(settings: StackSettings) -> list[Managed]:
-    return [kafka_for(settings), ElasticsearchServer(settings)]
+def servers(settings: StackSettings, registry: bool | None = None) -> list[Managed]:
+    """The local servers: Kafka and Elasticsearch, and the registry in registry mode (or
+    when `registry` asks for it)."""
+    found: list[Managed] = [kafka_for(settings), ElasticsearchServer(settings)]
+    if settings.registry if registry is None else registry:
+        found.append(RegistryServer(settings))
+    return found

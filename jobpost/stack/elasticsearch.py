@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from jobpost.stack import unprivileged
-from jobpost.stack.process import Progress, Server, megabytes, quiet
-from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
+from jobpost.stack.process import Progress, Server, fetch_archive, megabytes, quiet
+from jobpost.stack.settings import StackError, StackSettings, java_home
 
 
 class ElasticsearchServer(Server):
@@ -54,20 +54,10 @@ class ElasticsearchServer(Server):
     def fetch(self, progress: Progress = quiet) -> None:
         if (self.home / "bin" / "elasticsearch").exists():
             return
-        download = self.settings.dir / "jars" / "elasticsearch"
-        zip_path = download / f"elasticsearch-{self.version}.zip"
-        if not zip_path.exists():
-            progress(
-                f"elasticsearch: fetching {self.artifact} {self.version} (zip)"
-                f" from Maven Central (~{self.download_mb} MB) ..."
-            )
-            mvn(
-                POMS / "elasticsearch" / "pom.xml",
-                "dependency:copy-dependencies",
-                f"-Delasticsearch.version={self.version}",
-                f"-DoutputDirectory={download}",
-            )
-            progress(f"elasticsearch: {zip_path.name}, {megabytes(zip_path):.0f} MB in {download}")
+        zip_path = self.settings.dir / "jars" / "elasticsearch" / f"elasticsearch-{self.version}.zip"
+        fetch_archive(
+            "elasticsearch", f"{self.artifact} (zip)", self.version, self.download_mb, zip_path, progress
+        )
         progress(f"elasticsearch: unpacking {zip_path.name} into {self.home} ...")
         self.unpack(zip_path)
         progress(f"elasticsearch: unpacked, {megabytes(self.home):.0f} MB")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from jobpost.stack import pidfile
 from jobpost.stack.pidfile import ProcessIdentity
-from jobpost.stack.settings import StackError, StackSettings
+from jobpost.stack.settings import POMS, StackError, StackSettings, mvn
 
 Progress = Callable[[str], None]
 """Told what a long step (a download, an unpack) is doing; the command line prints it."""
@@ -189,6 +189,23 @@ class Server:
 
     def answers(self) -> bool:
         raise NotImplementedError
+
+
+def fetch_archive(
+    name: str, what: str, version: str, size_mb: int, archive: Path, progress: Progress
+) -> None:
+    """Download one archive from Maven Central into its folder (`stack/<name>/pom.xml`
+    names it, `-D<name>.version` its version), unless it is there already."""
+    if archive.exists():
+        return
+    progress(f"{name}: fetching {what} {version} from Maven Central (~{size_mb} MB) ...")
+    mvn(
+        POMS / name / "pom.xml",
+        "dependency:copy-dependencies",
+        f"-D{name}.version={version}",
+        f"-DoutputDirectory={archive.parent}",
+    )
+    progress(f"{name}: {archive.name}, {megabytes(archive):.0f} MB in {archive.parent}")
 
 
 def megabytes(path: Path) -> float:

@@ -32,6 +32,12 @@ class StackSettings(BaseSettings):
     elasticsearch_heap: str = "512m"
     java_home: Path | None = None
     start_timeout_s: float = 120.0
+    # Registry mode: a local Apicurio Registry beside Kafka and Elasticsearch (fetched,
+    # started and stopped with them), for JOBPOST_SCHEMA_REGISTRY_URL.
+    registry: bool = False
+    registry_port: int = 8081  # its management interface (health, metrics) on the next one
+    registry_heap: str = "256m"
+    registry_java_home: Path | None = None  # a JDK >= 21; found by itself when unset
 
     @field_validator("brokers")
     @classmethod
@@ -57,6 +63,11 @@ class StackSettings(BaseSettings):
     @property
     def elasticsearch_url(self) -> str:
         return f"http://127.0.0.1:{self.elasticsearch_port}"
+
+    @property
+    def registry_url(self) -> str:
+        """Apicurio's Confluent-compatible API, what JOBPOST_SCHEMA_REGISTRY_URL names."""
+        return f"http://127.0.0.1:{self.registry_port}/apis/ccompat/v7"
 
 
 def java_home(settings: StackSettings) -> Path:

@@ -168,7 +168,10 @@ def create_app(
         docs.install(app)
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
-    async def metrics() -> PlainTextResponse:
+    async def metrics(request: Request) -> PlainTextResponse:
+        readiness = getattr(request.app.state, "readiness", None)  # None: not started yet
+        if readiness is not None:
+            await readiness.check()  # jobpost_api_ready as of this scrape
         return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return app

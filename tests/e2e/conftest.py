@@ -1,12 +1,15 @@
 """The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
 
+import contextlib
 import os
+import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
 from tests.client import ApiClient
 
 TOKEN = "journey-token"
@@ -34,9 +37,27 @@ class System:
         return response.json() if response.status_code == 200 else {"versions": [], "status": None}
 
 
-@pytest.fixture
-def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
-    api_port, sandbox_port = free_port(), free_port()
+def free_ports(n: int) -> int:
+    """The first of n consecutive ports that are free now."""
+    while True:
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + n):
+                    held.enter_context(socket.create_server(("127.0.0.1", port)))
+            except OSError:
+                continue
+        return first
+
+
+@contextlib.contextmanager
+def started_system(
+    kafka: KafkaSettings, elasticsearch_url: str, unique: str, **extra: str
+) -> Iterator[System]:
+    """`jobpost run` on this test's topics and index (plus `extra` settings), once /readyz
+    answers 200; stopped afterwards."""
+    # Replica r of the API listens on api_port + r - 1: all of them must be free.
+    api_port, sandbox_port = free_ports(int(extra.get("JOBPOST_RUN_REPLICAS", "1"))), free_port()
     metrics_port = 20_000 + os.getpid() % 10_000
     env = {
         **kafka_env(kafka),
@@ -51,6 +72,8 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
         "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
         "JOBPOST_METRICS_PORT_BASE": str(metrics_port),
+        "JOBPOST_RUN_PROMETHEUS": "false",  # 9090 may be a developer's; a test asks for its own
+        **extra,
     }
     process = Process("make-run", ["run"], env)
     system = System(
@@ -65,7 +88,15 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         except httpx.HTTPError:
             return False
 
-    wait_until(ready, 90, "the whole system to be ready")
-    yield system
-    system.client.close()
-    process.stop()
+    try:
+        wait_until(ready, 90, "the whole system to be ready")
+        yield system
+    finally:
+        system.client.close()
+        process.stop()
+
+
+@pytest.fixture
+def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+    with started_system(kafka, elasticsearch_url, unique) as started:
+        yield started

@@ -119,3 +119,16 @@ def test_the_scaled_profile_can_switch_the_embedded_sequencer_off(services):
     assert services["api"]["environment"]["JOBPOST_API_EMBEDDED_SEQUENCER"] == (
         "${JOBPOST_API_EMBEDDED_SEQUENCER:-true}"
     )
+
+
+def test_the_registry_runs_with_its_profile_and_every_service_can_be_pointed_at_it(compose, services):
+    registry = services["registry"]
+    assert registry["profiles"] == ["registry"]
+    assert registry["environment"]["APICURIO_STORAGE_KIND"] == "kafkasql"  # ids outlive the container
+    assert registry["depends_on"]["kafka"]["condition"] == "service_healthy"
+    runners = [name for name, s in services.items() if s.get("image") == JOBPOST_IMAGE and name != "topics"]
+    for name in runners:
+        env = services[name].get("environment", {})
+        assert env.get("JOBPOST_SCHEMA_REGISTRY_URL") == "${JOBPOST_SCHEMA_REGISTRY_URL:-}", name
+        dependency = services[name]["depends_on"]["registry"]
+        assert dependency == {"condition": "service_started", "required": False}, name
