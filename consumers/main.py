@@ -14,12 +14,14 @@ from consumers.redrive import dead_letters, delivered_versions, make_board, redr
 from consumers.runner import DeliveryRunner
 from runtime.kafka import coordinates, is_record
 from runtime.outbox import deliver_all
+from runtime.topics import check_at_start
 from schemas.model import Destination
 from schemas.topics import Topics
 
 
 def run_consumer(destination: str) -> None:
     settings = ConsumerSettings(destination=Destination(destination))
+    check_at_start(settings.kafka)
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.metrics_host)
 

@@ -8,9 +8,12 @@ import json
 import logging
 import sys
 
+from pydantic import ValidationError
+
 from jobpost import stack
+from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
-from runtime.topics import TopicMismatchError, ensure_topics
+from runtime.topics import ensure_topics
 
 
 def _stack(args: argparse.Namespace) -> int:
@@ -61,12 +64,7 @@ def _version() -> str:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    settings = KafkaSettings()
-    try:
-        created = ensure_topics(settings)
-    except TopicMismatchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    created = ensure_topics(KafkaSettings())
     print("created: " + (", ".join(created) if created else "nothing (all topics exist and match)"))
     return 0
 
@@ -194,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     except stack.StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except StartRefused as exc:  # a component's start check, or `jobpost topics`
+        print("\n".join(f"error: {problem}" for problem in exc.problems), file=sys.stderr, flush=True)
+        return 2
+    except ValidationError as exc:  # settings from the environment (inputs never quoted: secrets)
+        for error in exc.errors(include_input=False):
+            where = ".".join(str(part) for part in error["loc"]) or exc.title
+            print(f"error: setting {where}: {error['msg']}", file=sys.stderr, flush=True)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -9,6 +9,7 @@ import uvicorn
 
 from producer_api.config import ApiSettings
 from producer_api.http.app import create_app
+from runtime.topics import check_at_start
 from sequencer.config import SequencerSettings
 
 
@@ -20,6 +21,7 @@ def run_api() -> None:
         print("error: no API token: set JOBPOST_API_TOKENS to one or more comma-separated tokens",
               file=sys.stderr)  # fmt: skip
         raise SystemExit(2)
+    check_at_start(settings.kafka)
     # The HTTP loop shares the GIL with the sequencer and the Kafka readers: a request that
     # waits for it after a system call waits up to the switch interval (5 ms by default).
     sys.setswitchinterval(0.0005)

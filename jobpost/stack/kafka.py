@@ -114,9 +114,9 @@ class KafkaServer(Server):
             # Lets the integration tests see compaction happen in seconds, not hours.
             "log.cleaner.backoff.ms": "1000",
         }
-        if s.brokers > 1:
-            properties["default.replication.factor"] = str(replicas)
-            properties["min.insync.replicas"] = str(isr)
+        # What a topic created without them gets; jobpost's own topics say theirs.
+        properties["default.replication.factor"] = str(replicas)
+        properties["min.insync.replicas"] = str(isr)
         return properties
 
     def formatted(self) -> bool:

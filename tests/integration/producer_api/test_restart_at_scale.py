@@ -40,7 +40,13 @@ def write(api: ApiProcess, posting_id: str, title: str) -> int | None:
 def test_a_restart_with_state_on_disk_is_fast_and_reads_match_the_log(
     kafka_bootstrap, elasticsearch_url, unique, tmp_path
 ):
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=unique, partitions=6)
+    kafka = KafkaSettings(
+        bootstrap_servers=kafka_bootstrap,
+        topic_prefix=unique,
+        partitions=6,
+        replication_factor=1,
+        min_insync_replicas=1,
+    )
     seeded = seed(kafka, N, progress=lambda _: None)
     state = str(tmp_path / "api")
 
