@@ -26,7 +26,7 @@ def run_consumer(destination: str) -> None:
         start_http_server(settings.metrics_port, addr=settings.metrics_host)
 
     async def main() -> None:
-        connector = aiohttp.TCPConnector(limit=settings.max_in_flight)
+        connector = aiohttp.TCPConnector(limit=settings.max_in_flight, ssl=settings.board_tls())
         async with aiohttp.ClientSession(connector=connector) as client:
             runner = DeliveryRunner(settings, make_board(settings, client))
             loop = asyncio.get_running_loop()
@@ -60,7 +60,7 @@ def redrive(destination: str) -> None:
         consumer = Consumer(settings.kafka.consumer_config(f"{settings.group}-redrive"))
         consumer.subscribe([topics.dlq(settings.component)])
         producer = Producer(settings.kafka.producer_config())
-        async with aiohttp.ClientSession() as client:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=settings.board_tls())) as client:
             board = make_board(settings, client)
             idle = 0
             while idle < 20:

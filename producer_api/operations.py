@@ -65,7 +65,8 @@ class Operations:
             ]
             redone: dict[str, int] = {}
             results = []
-            async with aiohttp.ClientSession() as client:
+            connector = aiohttp.TCPConnector(ssl=settings.board_tls())
+            async with aiohttp.ClientSession(connector=connector) as client:
                 adapter = make_board(settings, client)
                 for letter in letters:
 

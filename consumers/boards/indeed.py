@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -32,6 +33,7 @@ class IndeedSettings(BaseModel):
     access_token: SecretStr = SecretStr("sandbox")
     source_name: str = "jobpost"
     timeout_s: float = 5.0  # Indeed recommends 5 s
+    ca_bundle: Path | None = None  # trust only these CAs for https (runtime.http.client_tls)
 
 
 class IndeedAdapter:

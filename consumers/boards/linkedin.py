@@ -7,6 +7,8 @@ of a job that is closed already answers 409, which counts as done.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import aiohttp
 from pydantic import BaseModel, SecretStr
 
@@ -21,6 +23,7 @@ class LinkedInSettings(BaseModel):
     access_token: SecretStr = SecretStr("sandbox")
     version: str = "202410"
     timeout_s: float = 5.0
+    ca_bundle: Path | None = None  # trust only these CAs for https (runtime.http.client_tls)
 
 
 class LinkedInAdapter:

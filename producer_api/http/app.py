@@ -70,12 +70,12 @@ def create_app(settings: ApiSettings, sequencer_settings: SequencerSettings | No
             sequencing.start()
         app.state.settings = settings
         app.state.tokens = settings.token_set()
-        search = TitleSearch(settings.elasticsearch_url, settings.search_alias)
+        search = TitleSearch(settings.elasticsearch, settings.search_alias)
         app.state.service = PostingService(
             commands, view, deliveries, search, settings.write_timeout_s, events
         )
         app.state.operations = Operations(settings, deliveries)
-        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
+        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
         try:
             yield
         finally:

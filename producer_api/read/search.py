@@ -7,9 +7,10 @@ import base64
 import json
 from typing import Any
 
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import ApiError, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 
+from runtime.search_server import ElasticsearchSettings
 from schemas.search import SearchDocument
 
 
@@ -22,10 +23,20 @@ class SearchUnavailable(Exception):
 
 
 class TitleSearch:
-    def __init__(self, url: str, alias: str) -> None:
+    def __init__(self, settings: ElasticsearchSettings, alias: str) -> None:
         # 503 also answers while a new index starts its shard: worth a quick second try.
-        self.es = Elasticsearch(url, max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
+        self.es = settings.client(max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
         self.alias = alias
+
+    async def health(self) -> str | None:
+        """None when the search server answers green or yellow; else why not (readiness)."""
+        quick = self.es.options(request_timeout=2, max_retries=0)
+        try:
+            health = await asyncio.to_thread(quick.cluster.health)
+        except (ApiError, EsConnectionError) as exc:
+            return f"the search server does not answer: {exc!r}"
+        status = health.get("status")
+        return None if status in ("green", "yellow") else f"the search server's health is {status}"
 
     async def search(
         self, text: str, limit: int, cursor: str | None
