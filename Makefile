@@ -4,13 +4,41 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit lint format bench chaos stack-start stack-stop clean
+.PHONY: run test unit lint format lock audit bench chaos stack-start stack-stop clean
 
-$(STAMP): pyproject.toml
+# Every package at the version and hash the lock names (requirements-dev.txt: the runtime's
+# requirements.txt plus the dev extra), then the project itself without its dependencies, so
+# two installs a week apart run the same code. `make lock` writes both files.
+LOCK := requirements.txt
+DEV_LOCK := requirements-dev.txt
+COMPILE := $(BIN)/uv pip compile pyproject.toml - --universal --python-version 3.11 --generate-hashes \
+	--custom-compile-command "make lock" $(if $(UPGRADE),--upgrade)
+# setuptools builds the project (--no-build-isolation): locked and hashed like the rest.
+BUILD := setuptools>=69
+
+$(STAMP): $(DEV_LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	@# The installer (not code the project runs): a current pip takes the lock in half the time.
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/pip check
 	touch $(STAMP)
+
+# Both locks from pyproject.toml, keeping today's pins where they still fit (UPGRADE=1: the
+# newest versions allowed). The dev lock is constrained by the runtime lock, so the image and
+# the tests run the same versions.
+lock: $(STAMP)
+	echo "$(BUILD)" | $(COMPILE) -o $(LOCK)
+	echo "$(BUILD)" | $(COMPILE) --extra dev -c $(LOCK) -o $(DEV_LOCK)
+
+# Known vulnerabilities of every locked package, from PyPI's advisory data (its JSON API,
+# pypi.org/pypi/<name>/<version>/json) through pip-audit. --strict: a package that could not
+# be checked fails the audit instead of passing unseen.
+audit: $(STAMP)
+	@$(BIN)/pip-audit --strict --disable-pip --require-hashes --desc on -r $(LOCK) -r $(DEV_LOCK) \
+	  || { echo "make audit: FAILED - a known vulnerability above, or a package PyPI gave no advisory data for" \
+	       "(its JSON API unreachable?): nothing is reported clean that was not checked" >&2; exit 1; }
 
 run: $(STAMP)
 	$(BIN)/jobpost run
