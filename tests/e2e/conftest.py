@@ -1,5 +1,6 @@
 """The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -7,6 +8,7 @@ import httpx
 import pytest
 
 from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
 
 TOKEN = "journey-token"
 
@@ -41,8 +43,10 @@ class System:
         )
 
 
-@pytest.fixture
-def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+@contextlib.contextmanager
+def running_system(kafka: KafkaSettings, elasticsearch_url: str, unique: str) -> Iterator[System]:
+    """`jobpost run` against this Kafka (its security settings included) and search server,
+    ready to serve, stopped afterwards."""
     api_port, sandbox_port = free_port(), free_port()
     metrics_port = 20_000 + os.getpid() % 10_000
     env = {
@@ -72,6 +76,14 @@ def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
         except httpx.HTTPError:
             return False
 
-    wait_until(ready, 90, "the whole system to be ready")
-    yield system
-    process.stop()
+    try:
+        wait_until(ready, 90, "the whole system to be ready")
+        yield system
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def system(kafka, elasticsearch_url, unique) -> Iterator[System]:
+    with running_system(kafka, elasticsearch_url, unique) as system:
+        yield system
