@@ -64,15 +64,8 @@ def unique(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture
 def kafka(kafka_bootstrap: str, unique: str) -> KafkaSettings:
-    """Kafka settings whose topics (all of DESIGN.md's, 3 partitions each) belong to this test.
-    One local broker: replication factor 1, min.insync.replicas 1, said explicitly."""
-    settings = KafkaSettings(
-        bootstrap_servers=kafka_bootstrap,
-        topic_prefix=unique,
-        partitions=3,
-        replication_factor=1,
-        min_insync_replicas=1,
-    )
+    """Kafka settings whose topics (all of DESIGN.md's, 3 partitions each) belong to this test."""
+    settings = servers.one_broker(kafka_bootstrap, unique, partitions=3)
     ensure_topics(settings)
     return settings
 
