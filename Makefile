@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCKED := $(VENV)/.locked
 
 .PHONY: run test unit lint format lock audit bench chaos stack-start stack-stop clean
 
@@ -16,19 +17,24 @@ COMPILE := $(BIN)/uv pip compile pyproject.toml - --universal --python-version 3
 # setuptools builds the project (--no-build-isolation): locked and hashed like the rest.
 BUILD := setuptools>=69
 
-$(STAMP): $(DEV_LOCK) pyproject.toml
+# A fresh virtualenv holding exactly the lock's packages (nothing left from an earlier lock).
+$(LOCKED): $(DEV_LOCK)
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	@# The installer (not code the project runs): a current pip takes the lock in half the time.
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
+	touch $(LOCKED)
+
+$(STAMP): $(LOCKED) pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/pip check
+	@$(BIN)/pip check || { echo "the lock does not hold what pyproject.toml asks for: run make lock" >&2; exit 1; }
 	touch $(STAMP)
 
 # Both locks from pyproject.toml, keeping today's pins where they still fit (UPGRADE=1: the
 # newest versions allowed). The dev lock is constrained by the runtime lock, so the image and
 # the tests run the same versions.
-lock: $(STAMP)
+lock: $(LOCKED)
 	echo "$(BUILD)" | $(COMPILE) -o $(LOCK)
 	echo "$(BUILD)" | $(COMPILE) --extra dev -c $(LOCK) -o $(DEV_LOCK)
 
