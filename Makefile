@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCKED := $(VENV)/.locked
 
-.PHONY: run test unit lint format lock audit bench chaos stack-start stack-stop clean
+.PHONY: run test unit lint format lock audit bench chaos stack-start stack-stop clean python-check
 
 # Every package at the version and hash the lock names (requirements-dev.txt: the runtime's
 # requirements.txt plus the dev extra), then the project itself without its dependencies, so
@@ -17,8 +17,14 @@ COMPILE := $(BIN)/uv pip compile pyproject.toml - --universal --python-version 3
 # setuptools builds the project (--no-build-isolation): locked and hashed like the rest.
 BUILD := setuptools>=69
 
+# Before the virtualenv is made: a Python too old, or one without venv, would fail deep in pip.
+python-check:
+	@$(PYTHON) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "make: Python >= 3.11 with venv is needed; $(PYTHON) is $$($(PYTHON) --version 2>/dev/null || echo "not found")" \
+		"(Debian: apt-get install python3-venv; another Python: make PYTHON=python3.12 ...)" >&2; exit 2; }
+
 # A fresh virtualenv holding exactly the lock's packages (nothing left from an earlier lock).
-$(LOCKED): $(DEV_LOCK)
+$(LOCKED): $(DEV_LOCK) | python-check
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	@# The installer (not code the project runs): a current pip takes the lock in half the time.
@@ -49,7 +55,10 @@ audit: $(STAMP)
 run: $(STAMP)
 	$(BIN)/jobpost run
 
+# First what the suite needs (chromium is installed when missing; what cannot be obtained is
+# named before any test runs), then the servers, then the suite.
 test: $(STAMP)
+	$(BIN)/jobpost doctor --obtain
 	$(BIN)/jobpost stack fetch
 	$(BIN)/pytest
 

@@ -14,6 +14,7 @@ from jobpost import stack
 from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
+from schemas.topics import BOARDS
 
 
 def _stack(args: argparse.Namespace) -> int:
@@ -80,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="status: one JSON object per server per line")
     p.set_defaults(func=_stack)
 
+    p = commands.add_parser("doctor", help="check (and with --obtain, get) what make test needs")
+    p.add_argument("--obtain", action="store_true", help="install what is missing where possible (chromium)")
+    p.set_defaults(func=_doctor)
+
     p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
     p.set_defaults(func=_topics)
 
@@ -92,12 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
     p = commands.add_parser("consumer", help="a delivery consumer for one job board")
-    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_consumer)
 
     p = commands.add_parser("dlq", help="list or re-attempt a destination's dead letters")
     p.add_argument("action", choices=["list", "redrive"])
-    p.add_argument("destination", choices=["linkedin", "indeed"])
+    p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_dlq)
 
     p = commands.add_parser("chaos", help="faults under load on three brokers and two replicas of everything")
@@ -110,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8090)
     p.set_defaults(func=_sandbox)
     return parser
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from jobpost.doctor import main as doctor
+
+    return doctor(args.obtain)
 
 
 def _consumer(args: argparse.Namespace) -> int:

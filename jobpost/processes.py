@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -136,12 +136,20 @@ class ApiProcess(Process):
         wait_until(ready, timeout, f"{self.name} to be ready")
 
 
+A = TypeVar("A", bound=ApiProcess)
+
+
 @contextlib.contextmanager
-def running_api(kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str) -> Iterator[ApiProcess]:
+def running(process: A) -> Iterator[A]:
     """An API process (with its sequencer member), ready to serve, stopped afterwards."""
-    process = ApiProcess(kafka, token, elasticsearch_url, **env)
     try:
         process.wait_ready()
         yield process
     finally:
         process.stop()
+
+
+def running_api(
+    kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str
+) -> contextlib.AbstractContextManager[ApiProcess]:
+    return running(ApiProcess(kafka, token, elasticsearch_url, **env))

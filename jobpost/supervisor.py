@@ -31,6 +31,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from jobpost import stack
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
+from schemas.topics import BOARDS
 
 
 class RunSettings(BaseSettings):
@@ -143,8 +144,10 @@ def components(settings: RunSettings) -> list[Component]:
     workers = [
         Component(name(kind, r), argv, f"metrics http://127.0.0.1:{port}/metrics", {variable: str(port)})
         for kind, argv, variable, offset in (
-            ("linkedin", [*jobpost, "consumer", "linkedin"], "JOBPOST_CONSUMER_METRICS_PORT", 0),
-            ("indeed", [*jobpost, "consumer", "indeed"], "JOBPOST_CONSUMER_METRICS_PORT", 1),
+            *(
+                (board.value, [*jobpost, "consumer", board.value], "JOBPOST_CONSUMER_METRICS_PORT", offset)
+                for offset, board in enumerate(BOARDS)
+            ),
             ("indexer", [*jobpost, "indexer"], "JOBPOST_INDEXER_METRICS_PORT", 2),
         )
         for r, port in ((r, metrics + 3 * (r - 1) + offset) for r in range(1, n + 1))

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
-from producer_api.read.log_view import LogView
+from producer_api.read.log_view import LogView, ViewStatus
 from producer_api.read.search import TitleSearch
 from schemas.topics import Topics
 from sequencer.member import Sequencer
@@ -62,7 +62,7 @@ class Readiness:
     def _kafka(self) -> str | None:
         if not self.commands.ready.is_set():
             return "the reply reader is not running"
-        behind = [_catching_up(v) for v in self.views if not v.ready.is_set()]
+        behind = [_catching_up(v.topic, status) for v in self.views if not (status := v.status).ready]
         return "; ".join(behind) if behind else None
 
     def _own_member(self) -> str | None:
@@ -94,10 +94,7 @@ class Readiness:
         return f"no sequencer member owns partitions {orphans}" if orphans else None
 
 
-def _catching_up(view: LogView) -> str:
-    partitions = view.behind_partitions
-    return (
-        f"{view.topic} catching up on partitions {partitions}"
-        if partitions
-        else f"{view.topic} not followed yet"
-    )
+def _catching_up(topic: str, status: ViewStatus) -> str:
+    if status.behind:
+        return f"{topic} catching up on partitions {sorted(status.behind)}"
+    return f"{topic} not followed yet"

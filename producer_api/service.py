@@ -7,23 +7,16 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from producer_api.commands import CommandClient, SequencingTimeout
 from producer_api.read import timeline
+from producer_api.read.progress import Progress, progress
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
+from producer_api.read.timeline import Timeline
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
-from schemas.model import (
-    ANY_EMPLOYER,
-    DEFAULT_EMPLOYER,
-    Action,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Outcome,
-    Posting,
-)
+from schemas.model import ANY_EMPLOYER, DEFAULT_EMPLOYER, Action, Command, Outcome, Posting
 from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
@@ -46,14 +39,32 @@ class Caller:
         return ANY_EMPLOYER if self.operator else self.employer
 
 
-class PostingError(Exception):
-    """A request the postings refuse; `kind` names why."""
+class Refusal(StrEnum):
+    """Why a request is refused: the sequencer's outcomes other than ACCEPTED, and the
+    service's own (named by the same symbols)."""
 
-    def __init__(self, kind: str, detail: str, version: int | None = None) -> None:
-        super().__init__(detail)
+    NOT_FOUND = "NOT_FOUND"
+    GONE = "GONE"
+    VERSION_MISMATCH = "VERSION_MISMATCH"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    KEY_REUSED = "KEY_REUSED"
+    BAD_CURSOR = "BAD_CURSOR"  # a search cursor this API did not make
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> Refusal:
+        """The refusal a sequencer's outcome stands for (not ACCEPTED: a ValueError)."""
+        return cls(outcome.value)
+
+
+class PostingError(Exception):
+    """A request the postings refuse; `kind` names why, `detail` says it to the client, and
+    `version` is the posting's when it is known."""
+
+    def __init__(self, kind: Refusal, detail: str | None = None, version: int | None = None) -> None:
         self.kind = kind
-        self.detail = detail
+        self.detail = detail or _REFUSALS[kind]
         self.version = version
+        super().__init__(self.detail)
 
 
 class Unavailable(Exception):
@@ -61,11 +72,12 @@ class Unavailable(Exception):
 
 
 _REFUSALS = {
-    Outcome.NOT_FOUND: "no posting has this id",
-    Outcome.GONE: "the posting was deleted",
-    Outcome.VERSION_MISMATCH: "the posting is at another version than If-Match names",
-    Outcome.ALREADY_EXISTS: "a posting with this id exists already",
-    Outcome.KEY_REUSED: "this Idempotency-Key was used for another request on this posting within 24 hours",
+    Refusal.NOT_FOUND: "no posting has this id",
+    Refusal.GONE: "the posting was deleted",
+    Refusal.VERSION_MISMATCH: "the posting is at another version than If-Match names",
+    Refusal.ALREADY_EXISTS: "a posting with this id exists already",
+    Refusal.KEY_REUSED: "this Idempotency-Key was used for another request on this posting within 24 hours",
+    Refusal.BAD_CURSOR: "the cursor was not made by this API",
 }
 _METHOD_OF = {Action.CREATE: "POST", Action.REPLACE: "PUT", Action.DELETE: "DELETE"}
 
@@ -120,7 +132,7 @@ class PostingService:
         try:
             return await self.titles.search(text, limit, cursor)
         except BadCursor as exc:
-            raise PostingError("BAD_CURSOR", str(exc)) from exc
+            raise PostingError(Refusal.BAD_CURSOR, str(exc)) from exc
         except SearchUnavailable as exc:
             raise Unavailable(f"search is unavailable: {exc}") from exc
 
@@ -152,7 +164,7 @@ class PostingService:
                 raise Unavailable(f"the read view did not catch up: {exc}") from exc
         view = self._found(posting_id)
         if view.deleted:
-            raise PostingError(Outcome.GONE, _REFUSALS[Outcome.GONE], view.version)
+            raise PostingError(Refusal.GONE, version=view.version)
         return view
 
     def _found(self, posting_id: str) -> PostingView:
@@ -160,31 +172,18 @@ class PostingService:
         if view is None:
             if self.view.restoring(posting_id):  # not read yet is not "not found"
                 raise Unavailable("this replica is still reading the posting's partition")
-            raise PostingError(Outcome.NOT_FOUND, _REFUSALS[Outcome.NOT_FOUND])
+            raise PostingError(Refusal.NOT_FOUND)
         return view
 
-    def deliveries(self, posting_id: str) -> tuple[PostingView, dict[str, dict[str, Any]]]:
+    def deliveries(self, posting_id: str) -> tuple[PostingView, list[Progress]]:
         """The posting's newest version and its progress at every destination."""
         view = self._found(posting_id)
-        states = self.deliveries_view.get(posting_id)
-        progress = {}
-        for destination in Destination:
-            state = states.get(destination)
-            known = state or DeliveryState(destination, posting_id, DeliveryStatus.PENDING)  # none yet
-            progress[destination.value] = {
-                "delivered_version": known.delivered_version,
-                "status": _status_for(state, view.version),
-                "attempts": known.attempts,
-                "first_attempt_at": known.first_attempt_at,
-                "next_attempt_at": known.next_attempt_at,
-                "last_error": known.last_error,
-            }
-        return view, progress
+        return view, progress(self.deliveries_view.get(posting_id), view.version)
 
-    def timeline(self, posting_id: str) -> dict[str, Any]:
+    def timeline(self, posting_id: str) -> Timeline:
         """The posting's versions and what each came to at every destination."""
         view = self._found(posting_id)
-        versions = [v for v in self.view.versions(posting_id) if v["version"] <= view.version]
+        versions = [v for v in self.view.versions(posting_id) if v.version <= view.version]
         if not versions:
             title = view.posting.title if view.posting else ""
             versions = timeline.fallback_versions(
@@ -220,7 +219,7 @@ class PostingService:
         except SequencingTimeout as exc:
             raise Unavailable(f"{exc}; retry with the same Idempotency-Key") from exc
         if reply.outcome != Outcome.ACCEPTED:
-            raise PostingError(reply.outcome, _REFUSALS[reply.outcome], reply.version)
+            raise PostingError(Refusal.of(reply.outcome), version=reply.version)
         assert reply.version is not None  # an accepted command always has a version
         # A replay of an earlier request had the same body (its fingerprint matched), so the
         # request's own body is the posting at the version the reply names.
@@ -233,17 +232,3 @@ class PostingService:
         )
         self.view.observe(view)
         return view
-
-
-def _status_for(state: DeliveryState | None, current_version: int) -> str:
-    """A destination's status for the posting's current version (None: nothing recorded
-    yet): having delivered (or dead-lettered) only an older version means the current one
-    is still pending."""
-    if state is None:
-        return "pending"
-    delivered = state.delivered_version
-    if state.status == DeliveryStatus.DELIVERED and (delivered is None or delivered < current_version):
-        return "pending"
-    if state.status == DeliveryStatus.FAILED and state.pending_version != current_version:
-        return "pending"
-    return state.status.lower()

@@ -46,7 +46,3 @@ class DeliveryEvent:
             record["error"],
             record["next_attempt_at"],
         )
-
-    def to_json(self) -> dict[str, Any]:
-        """The event as the API shows it."""
-        return {**self.to_avro(), "destination": self.destination.value, "outcome": self.outcome.lower()}

@@ -20,8 +20,8 @@ class Component(StrEnum):
     dead-letter topic `<prefix>.<name>.dlq`; the one place either name is made."""
 
     SEQUENCER = "sequencer"
-    LINKEDIN = "linkedin"
-    INDEED = "indeed"
+    LINKEDIN = Destination.LINKEDIN.value  # a board's consumers are named after it
+    INDEED = Destination.INDEED.value
     SEARCH_INDEXER = "search-indexer"
 
     def group_id(self, prefix: str) -> str:
@@ -77,7 +77,7 @@ class Topics:
         return f"{self.prefix}.sequencer-state"
 
     def dlq(self, group: Component) -> str:
-        return f"{self.prefix}.{group.value}.dlq"
+        return f"{self.prefix}.{Component(group).value}.dlq"  # a group's name as text reads too
 
     def redrive(self, board: Destination) -> str:
         """Requests to attempt a board's dead letters again (`schemas.redrive`), keyed by

@@ -10,6 +10,7 @@ version can bring it back.
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
@@ -87,15 +88,22 @@ def bulk_operations(index: str, updates: list[PostingUpdate]) -> list[dict[str, 
     return operations
 
 
-def classify(item: dict[str, Any]) -> tuple[str, str]:
-    """What one bulk item's answer means: `indexed`, `stale` (a newer version is indexed
-    already: external versioning refused this one), `retry` (408/429/5xx), or `rejected`
-    for good; with the server's reason."""
+class BulkOutcome(StrEnum):
+    """What one bulk item's answer means (also the label of jobpost_indexer_documents_total)."""
+
+    INDEXED = "indexed"
+    STALE = "stale"  # a newer version is indexed already: external versioning refused this one
+    RETRY = "retry"  # 408/429/5xx, or no answer for the item
+    REJECTED = "rejected"  # refused for good
+
+
+def classify(item: dict[str, Any]) -> tuple[BulkOutcome, str]:
+    """One bulk item's outcome, with the server's reason when it failed."""
     answer = item.get("index") or {}
     status = int(answer.get("status", 500))
     if status < 300:
-        return "indexed", ""
+        return BulkOutcome.INDEXED, ""
     if status == 409:
-        return "stale", ""
+        return BulkOutcome.STALE, ""
     reason = str(answer.get("error"))
-    return ("retry" if retryable_status(status) else "rejected"), reason
+    return (BulkOutcome.RETRY if retryable_status(status) else BulkOutcome.REJECTED), reason

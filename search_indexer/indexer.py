@@ -35,6 +35,7 @@ from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.topics import Component, Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings
+from search_indexer.index import BulkOutcome
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +148,15 @@ class SearchIndexer:
         for entry, item in zip(pending, response["items"], strict=True):
             outcome, reason = index.classify(item)
             DOCUMENTS.labels(outcome).inc()
-            if outcome == "indexed":
+            if outcome == BulkOutcome.INDEXED:
                 indexed.append((*entry, attempt))
-            elif outcome == "retry":
+            elif outcome == BulkOutcome.RETRY:
                 retry.append(entry)
                 if self._producer is not None:
                     publish(self._producer, self._event(*entry, DeliveryOutcome.RETRYING, attempt, reason))
-            elif outcome == "rejected":
+            elif outcome == BulkOutcome.REJECTED:
                 rejected.append((*entry, reason, attempt))
+            # BulkOutcome.STALE: a newer version is indexed; nothing to do
         pending[:] = retry
         if retry:
             raise RetryableBulk(f"{len(retry)} documents answered with a retryable status")

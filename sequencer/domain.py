@@ -2,11 +2,13 @@
 
 A `PartitionState` is what the sequencer knows of the postings of one partition: for each,
 its version, whether it is deleted, where its newest version lies in `jobpost.postings`, and
-the idempotency keys accepted within the window — never its text. It looks postings up
-with `load` (the sequencer's local store, restored from `jobpost.sequencer-state`) and
-keeps what the current transaction decided in `pending`, which the sequencer writes to the
-changelog in the same transaction and to its local store once it committed (`take`), or
-throws away if it did not (`discard`).
+the idempotency keys accepted within the window — never its text. It looks postings up in
+its `store` (a `PostingStateStore`: the sequencer's local store, restored from
+`jobpost.sequencer-state`) and keeps what the current transaction decided in `pending`,
+which the sequencer writes to the changelog in the same transaction and to the store once
+it committed (`take`), or throws away if it did not (`discard`). A delete reads the text it
+carries through `texts` (a `PostingTexts`). Both are small protocols, so the decisions are
+unit-tested with the in-memory `MemoryStates` and a fake reader of texts.
 
 Idempotency keys follow the IETF `Idempotency-Key` draft: a key belongs to one posting;
 within the window (24 hours) a repeat of the same request (same method, same body) is
@@ -21,7 +23,6 @@ retries of its newest `MAX_KEYS` writes only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from schemas.changelog import KeyUse, SequencerState
@@ -36,6 +37,7 @@ from schemas.model import (
     PostingUpdate,
     Reply,
 )
+from sequencer.states import MemoryStates, NoTexts, PostingStateStore, PostingTexts
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 MAX_KEYS = 1000  # per posting: at most ~300 KB of keys (255 characters each) in its record
@@ -126,23 +128,15 @@ class Decision:
     result: Result
 
 
-def _unknown(_posting_id: str) -> SequencerState | None:
-    return None
-
-
-def _no_text(posting_id: str, offset: int, version: int) -> Posting:
-    raise LookupError(f"no reader of jobpost.postings to fetch {posting_id!r} at offset {offset}")
-
-
 class PartitionState:
     def __init__(
         self,
-        load: Callable[[str], SequencerState | None] = _unknown,
-        text_at: Callable[[str, int, int], Posting] = _no_text,
+        store: PostingStateStore | None = None,
+        texts: PostingTexts | None = None,
         window_ms: int = IDEMPOTENCY_WINDOW_MS,
     ) -> None:
-        self.load = load
-        self.text_at = text_at  # (posting id, offset in jobpost.postings, version) -> the text there
+        self.store: PostingStateStore = store if store is not None else MemoryStates()
+        self.texts: PostingTexts = texts if texts is not None else NoTexts()
         self.window_ms = window_ms
         self.pending: dict[str, PostingState] = {}  # looked up or decided in this transaction
         self.changed: set[str] = set()  # of those, the ones whose state changed
@@ -150,14 +144,14 @@ class PartitionState:
     def get(self, posting_id: str) -> PostingState | None:
         state = self.pending.get(posting_id)
         if state is None:
-            record = self.load(posting_id)
+            record = self.store.get(posting_id)
             if record is not None:
                 state = self.pending[posting_id] = PostingState.of(record)
         return state
 
     def take(self) -> dict[str, PostingState]:
         """The states changed since the last take (their transaction is being committed);
-        what is looked up next comes from `load` again."""
+        what is looked up next comes from the store again."""
         taken = {posting_id: self.pending[posting_id] for posting_id in self.changed}
         self.pending, self.changed = {}, set()
         return taken
@@ -232,7 +226,7 @@ class PartitionState:
         text = (
             state.posting
             if state.posting is not None
-            else self.text_at(command.posting_id, state.offset, state.version)
+            else self.texts.text_at(command.posting_id, state.offset, state.version)
         )
         decision = self._accept(command, state.version + 1, text, now_millis)
         decision.updates.append(None)  # the tombstone, so compaction can forget the posting

@@ -17,12 +17,13 @@ from confluent_kafka import KafkaError, Message
 from prometheus_client import Counter
 
 from schemas import codec
+from sequencer.states import ChangelogRecords
 
 MISPREDICTED = Counter(
     "jobpost_sequencer_mispredicted_offsets_total",
     "New versions Kafka placed elsewhere than the sequencer expected (their changelog records are corrected)",
 )
-Puts = dict[int, list[tuple[bytes, bytes]]]  # partition -> (posting id, encoded SequencerState)
+Puts = dict[int, ChangelogRecords]  # partition -> its changed states
 
 
 class Placements:
@@ -84,16 +85,26 @@ class Placements:
 
 
 def corrected_states(changes: Puts, wrong: dict[str, int]) -> Puts:
-    """The changed states (encoded SequencerStates) whose version Kafka put elsewhere than
-    predicted, rewritten with the acknowledged offset: in `changes` too, for the local
-    store, and returned, for the changelog."""
+    """Of the changed states (encoded SequencerStates), those whose version Kafka put
+    elsewhere than predicted, rewritten with the acknowledged offset (for the changelog
+    and the local store); `changes` stays as it is."""
     corrected: Puts = {}
     for number, puts in changes.items() if wrong else ():
-        for i, (key, value) in enumerate(puts):
+        for key, value in puts:
             actual = wrong.get(key.decode())
             if actual is not None:
                 MISPREDICTED.inc()
                 record = dataclasses.replace(codec.sequencer_states().decode(value), offset=actual)
-                puts[i] = (key, codec.sequencer_states().encode(record))
-                corrected.setdefault(number, []).append(puts[i])
+                corrected.setdefault(number, []).append((key, codec.sequencer_states().encode(record)))
     return corrected
+
+
+def with_corrections(changes: Puts, corrected: Puts) -> Puts:
+    """`changes` with each corrected state in place of the one it corrects."""
+    if not corrected:
+        return changes
+    replaced = {number: dict(puts) for number, puts in corrected.items()}
+    return {
+        number: [(key, replaced.get(number, {}).get(key, value)) for key, value in puts]
+        for number, puts in changes.items()
+    }

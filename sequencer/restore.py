@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
@@ -23,9 +24,10 @@ from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.model import Posting
-from schemas.topics import Topics
+from schemas.topics import Component, Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState
+from sequencer.states import ChangelogRecords
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ class Restorer:
         self.topics = Topics(settings.kafka.topic_prefix)
         self.consumer = consumer  # the session's: asks where partitions end
         self.producer = producer  # the session's transactional producer
-        self.stores = Stores(settings.state, settings.kafka, "sequencer", self.topics.sequencer_state)
+        self.stores = Stores(settings.state, settings.kafka, Component.SEQUENCER, self.topics.sequencer_state)
         self._texts: Consumer | None = None
 
     def close(self) -> None:
@@ -84,13 +86,7 @@ class Restorer:
         else:
             store = self.stores.restore(number, _changelog_puts, self.settings.restore_timeout_s)
 
-        def load(posting_id: str) -> SequencerState | None:
-            value = store.get(posting_id.encode())
-            return None if value is None else codec.sequencer_states().decode(value)
-
-        return PartitionState(
-            load, lambda posting_id, offset, version: self._text_at(number, posting_id, offset, version)
-        )
+        return PartitionState(StoredStates(store), PartitionTexts(self, number))
 
     def _derive_changelog(self, number: int) -> PartitionStore:
         """Read the partition of postings once, and write what the sequencer knows of each
@@ -123,7 +119,7 @@ class Restorer:
         store.write(puts, end_offset(self.consumer, self.topics.sequencer_state, number))
         return store
 
-    def _text_at(self, number: int, posting_id: str, offset: int, version: int) -> Posting:
+    def text_at(self, number: int, posting_id: str, offset: int, version: int) -> Posting:
         """The posting's newest text, from its record (of `version`) at `offset` of the
         partition of postings (a delete's DELETED version carries it). Should the record
         there be another one, or the state not know where it is, the partition is read for
@@ -155,6 +151,36 @@ class Restorer:
         if not newest:
             raise LookupError(f"{posting_id!r} has no version in {self.topics.postings}")
         return newest[0]
+
+
+class StoredStates:
+    """A partition's posting states in its local store: the `PostingStateStore` of a
+    session's `PartitionState`."""
+
+    def __init__(self, store: PartitionStore) -> None:
+        self._store = store
+
+    def get(self, posting_id: str, /) -> SequencerState | None:
+        value = self._store.get(posting_id.encode())
+        return None if value is None else codec.sequencer_states().decode(value)
+
+    def put(self, records: ChangelogRecords, checkpoint: int | None) -> None:
+        self._store.write(records, checkpoint)
+
+    @property
+    def checkpoint(self) -> int:
+        return self._store.checkpoint
+
+
+@dataclass(frozen=True)
+class PartitionTexts:
+    """The `PostingTexts` of one partition: its records in `jobpost.postings`."""
+
+    restorer: Restorer
+    partition: int
+
+    def text_at(self, posting_id: str, offset: int, version: int, /) -> Posting:
+        return self.restorer.text_at(self.partition, posting_id, offset, version)
 
 
 def _changelog_puts(message: Message) -> list[Put]:

@@ -19,8 +19,9 @@ from schemas import codec
 from schemas.topics import Component, Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState
-from sequencer.placements import Placements, corrected_states
+from sequencer.placements import Placements, corrected_states, with_corrections
 from sequencer.restore import Restorer
+from sequencer.states import ChangelogRecords
 
 Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report)
 
@@ -156,9 +157,9 @@ class Session:
         corrected = corrected_states(changes, self.placements.settle())
         if corrected:
             self._commit_corrections(corrected)
-        for number, puts in changes.items():
+        for number, puts in with_corrections(changes, corrected).items():
             written = self._written.pop(number, None)
-            self.stores.get(number).write(puts, None if written is None else written + 1)
+            self.states[number].store.put(puts, None if written is None else written + 1)
         record_lag(self.consumer, self.settings.group, positions)
         BATCH_SIZE.observe(len(messages))
         elapsed = time.perf_counter() - started
@@ -166,17 +167,17 @@ class Session:
         for _ in range(sequenced):
             write_stages.observe("transaction", elapsed)
 
-    def _changes(self) -> dict[int, list[tuple[bytes, bytes]]]:
+    def _changes(self) -> dict[int, ChangelogRecords]:
         """The changelog records of the postings this batch changed, per partition, each
         with the offset its new version is predicted to get (set when it was produced)."""
-        changes: dict[int, list[tuple[bytes, bytes]]] = {}
+        changes: dict[int, ChangelogRecords] = {}
         for number, state in self.states.items():
             for posting_id, posting in state.take().items():
                 value = codec.sequencer_states().encode(posting.record(posting_id))
                 changes.setdefault(number, []).append((posting_id.encode(), value))
         return changes
 
-    def _commit_corrections(self, corrected: dict[int, list[tuple[bytes, bytes]]]) -> None:
+    def _commit_corrections(self, corrected: dict[int, ChangelogRecords]) -> None:
         log.warning("correcting %d changelog records whose offsets were mispredicted",
                     sum(len(puts) for puts in corrected.values()))  # fmt: skip
         self.producer.begin_transaction()

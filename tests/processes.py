@@ -1,21 +1,40 @@
-"""What the tests need beyond jobpost.processes: reading the postings topic back."""
+"""What the tests need beyond jobpost.processes: an API process that hands out the test
+client, and reading the postings topic back."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 from confluent_kafka import Message
 
+from jobpost import processes
 from jobpost.processes import (  # noqa: F401 - the tests import them from here
-    ApiProcess,
     Process,
     free_port,
     kafka_env,
-    running_api,
     wait_until,
 )
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
 from schemas import codec
 from schemas.model import PostingUpdate
+from tests.client import ApiClient
+
+
+class ApiProcess(processes.ApiProcess):
+    """An API process (`jobpost api`) with the test client for it."""
+
+    @functools.cached_property
+    def client(self) -> ApiClient:
+        return ApiClient(self.url, self.token)
+
+
+def running_api(
+    kafka: KafkaSettings, token: str, elasticsearch_url: str, **env: str
+) -> contextlib.AbstractContextManager[ApiProcess]:
+    """An API process ready to serve, stopped afterwards."""
+    return processes.running(ApiProcess(kafka, token, elasticsearch_url, **env))
 
 
 def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, PostingUpdate | None]]:

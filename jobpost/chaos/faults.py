@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from jobpost import stack
 from jobpost.processes import component_pids
+from schemas.topics import BOARDS
 
 
 @dataclass
@@ -70,7 +71,7 @@ def kill_api(target: Target) -> str:
 
 
 def kill_consumers(target: Target) -> str:
-    return "; ".join(_kill_one(target, f"consumer {board}") for board in ("linkedin", "indeed"))
+    return "; ".join(_kill_one(target, f"consumer {board}") for board in BOARDS)
 
 
 def kill_indexer(target: Target) -> str:

@@ -22,6 +22,7 @@ from jobpost.chaos.faults import FAULTS, Target
 from jobpost.chaos.load import Ledger, Load
 from jobpost.processes import Process, free_port, wait_until
 from runtime.kafka import KafkaSettings
+from schemas.topics import BOARDS
 
 FULL = ["broker-kill", "broker-pause", "api-kill", "consumer-kill", "indexer-kill", "search-stop"]
 SHORT = ["broker-kill", "consumer-kill", "api-kill"]
@@ -68,8 +69,9 @@ class Report:
             f"gave up {len(self.ledger.gave_up)}, refused {self.ledger.refused}",
             f"lost {len(v.lost)}, duplicated {len(v.duplicated)}, reordered {len(v.reordered)}, "
             f"accepted but never acknowledged {len(v.unacknowledged)}",
-            f"boards not as accepted: linkedin {len(v.boards.get('linkedin', []))}, "
-            f"indeed {len(v.boards.get('indeed', []))}; index not at the last version: {len(v.index)}",
+            "boards not as accepted: "
+            + ", ".join(f"{board} {len(v.boards.get(board, []))}" for board in BOARDS)
+            + f"; index not at the last version: {len(v.index)}",
             f"dead letters: {v.dead_letters}",
             f"longest stretch without a successful write: {gap:.1f} s ({cause})",
             f"write latency during faults: {_percentiles(during)}; without: {_percentiles(calm)}",
@@ -170,7 +172,7 @@ def run(plan: Plan) -> Report:
     sandbox = f"http://127.0.0.1:{sandbox_port}"
     try:
         wait_until(lambda: all(_ready(api, system) for api in apis), 180, "both API replicas", interval=0.5)
-        for board in ("linkedin", "indeed"):
+        for board in BOARDS:
             faults = {
                 "mode": "error",
                 "probability": 0.05,

@@ -13,7 +13,7 @@ from jobpost.chaos.load import Ledger
 from runtime import records
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
-from schemas.topics import Component, Topics
+from schemas.topics import BOARDS, Component, Topics
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def check_outside(
 ) -> None:
     """What each board and the index hold, against the log (refreshes those parts of the verdict)."""
     with httpx.Client(timeout=10) as http:
-        for board in ("linkedin", "indeed"):
+        for board in BOARDS:
             verdict.boards[board] = [
                 p for p, versions in log.items() if not _board_matches(http, sandbox, board, p, versions)
             ]

@@ -26,7 +26,7 @@ from producer_api.operations import Operations
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
-from producer_api.service import PostingError, PostingService, Unavailable
+from producer_api.service import PostingError, PostingService, Refusal, Unavailable
 from runtime import write_stages
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer
@@ -42,12 +42,12 @@ REQUEST_SECONDS = Histogram(
 )
 # A refusal's status and title (the problem type is derived from the title).
 _PROBLEM_OF = {
-    "NOT_FOUND": (404, "Not found"),
-    "GONE": (410, "Gone"),
-    "VERSION_MISMATCH": (412, "Precondition failed"),
-    "ALREADY_EXISTS": (409, "Conflict"),
-    "BAD_CURSOR": (422, "Invalid request"),
-    "KEY_REUSED": (422, "Idempotency key reused"),
+    Refusal.NOT_FOUND: (404, "Not found"),
+    Refusal.GONE: (410, "Gone"),
+    Refusal.VERSION_MISMATCH: (412, "Precondition failed"),
+    Refusal.ALREADY_EXISTS: (409, "Conflict"),
+    Refusal.BAD_CURSOR: (422, "Invalid request"),
+    Refusal.KEY_REUSED: (422, "Idempotency key reused"),
 }
 
 

@@ -6,6 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from producer_api.read.progress import ProgressStatus
+from schemas.enums import Destination
+
 
 def _encodable(text: str) -> str:
     try:
@@ -102,7 +105,7 @@ class SearchPage(BaseModel):
 
 class DestinationProgress(BaseModel):
     delivered_version: int | None
-    status: Literal["delivered", "pending", "retrying", "failed", "closed"]
+    status: ProgressStatus = Field(description="where the posting's current version stands there")
     attempts: int
     first_attempt_at: int | None = Field(
         description="epoch millis of the first attempt of the pending version"
@@ -114,4 +117,4 @@ class DestinationProgress(BaseModel):
 class DeliveriesOut(BaseModel):
     posting_id: str
     version: int
-    destinations: dict[str, DestinationProgress]
+    destinations: dict[Destination, DestinationProgress] = Field(description="linkedin, indeed, search")

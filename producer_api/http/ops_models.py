@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CellState = Literal["delivered", "closed", "retrying", "dead_lettered", "skipped", "pending"]
+from producer_api.read.timeline import CellState
+from schemas.enums import Destination, Op
+
+
+class Board(StrEnum):
+    """A job board."""
+
+    # The destinations that are job boards (schemas.topics.BOARDS; a unit test checks it),
+    # as a closed set for the HTTP schema.
+
+    LINKEDIN = Destination.LINKEDIN.value
+    INDEED = Destination.INDEED.value
+
+
 FaultMode = Literal["none", "error", "timeout", "rate_limit", "reject", "lose_response", "malformed"]
 
 
 class VersionOut(BaseModel):
     version: int
-    op: Literal["CREATED", "UPDATED", "DELETED"]
+    op: Op
     at: int | None = Field(description="epoch millis the version was accepted")
     title: str
 
@@ -37,9 +51,9 @@ class LaneOut(BaseModel):
 class EventOut(BaseModel):
     posting_id: str
     version: int
-    destination: Literal["linkedin", "indeed", "search"]
+    destination: Destination
     attempt: int
-    outcome: Literal["delivered", "closed", "retrying", "dead_lettered", "skipped"]
+    outcome: CellState = Field(description="what the attempt came to (never pending)")
     error: str | None
     next_attempt_at: int | None
     at: int
@@ -50,7 +64,7 @@ class TimelineOut(BaseModel):
     version: int
     deleted: bool
     versions: list[VersionOut] = Field(description="the posting's last 50 versions, oldest first")
-    lanes: dict[str, LaneOut] = Field(description="linkedin, indeed, search")
+    lanes: dict[Destination, LaneOut] = Field(description="linkedin, indeed, search")
     events: list[EventOut] = Field(description="delivery events of the last 7 days, in order")
 
 
@@ -67,7 +81,7 @@ class LetterOut(BaseModel):
 
 
 class LettersOut(BaseModel):
-    board: Literal["linkedin", "indeed"]
+    board: Board
     letters: list[LetterOut] = Field(description="newest first; the newest letter of each posting version")
 
 
@@ -93,7 +107,7 @@ class RedriveOut(BaseModel):
 
 class GroupLag(BaseModel):
     group: str
-    destination: Literal["linkedin", "indeed", "search"]
+    destination: Destination
     lag: int = Field(description="records of jobpost.postings not yet committed by the group")
 
 

@@ -17,7 +17,10 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
@@ -37,12 +40,34 @@ class StrongReadTimeout(Exception):
     """The view did not reach the partition's end in time."""
 
 
+@dataclass(frozen=True)
+class ViewStatus:
+    """How far a view has read, as one snapshot: readiness and reads take it from other
+    threads, the follower replaces it whole, never changes it."""
+
+    following: bool = False  # the follower has its stores open and reads
+    positions: Mapping[int, int] = field(default_factory=dict)  # partition -> next offset to read
+    targets: Mapping[int, int] = field(default_factory=dict)  # partition -> its end when following began
+    behind: frozenset[int] = frozenset()  # partitions not yet at their target
+
+    @property
+    def ready(self) -> bool:
+        """Following, with every partition caught up."""
+        return self.following and not self.behind
+
+    @property
+    def caught_up(self) -> frozenset[int]:
+        """Partitions that reached the end they had when following (re)started (they stay
+        so while the follower resumes after a failure)."""
+        return frozenset(self.targets) - self.behind
+
+
 class LogView:
     """Follows every partition of a topic on a thread of its own, from its store's
     checkpoint, handing each record to `apply` and writing the puts it returns with the new
-    position, one atomic write per partition per poll batch. Knows how far it has read
-    (strong reads) and which partitions have caught up with the end they had when it
-    started following (readiness)."""
+    position, one atomic write per partition per poll batch. Its `status` says how far it
+    has read (strong reads) and which partitions have caught up with the end they had when
+    it started following (readiness)."""
 
     reader = "view"
 
@@ -53,10 +78,8 @@ class LogView:
         self.stores = Stores(self.state, kafka, self.reader, topic)
         self.records_read = 0  # since this view started: what a restart cost
         self._batches = 0
-        self.ready = threading.Event()  # every partition caught up
-        self._positions: dict[int, int] = {}
-        self._targets: dict[int, int] = {}
-        self._behind: frozenset[int] = frozenset()
+        self.status = ViewStatus()  # replaced whole by the follower (a snapshot)
+        self._positions: dict[int, int] = {}  # the follower's own, published in `status`
         self._batch: dict[int, dict[bytes, bytes | None]] = {}  # puts not yet written, per partition
         self._private: Path | None = None
         self._lock = threading.Lock()  # opening, rebuilding and closing stores vs reading them
@@ -70,21 +93,13 @@ class LogView:
         one that cannot be used."""
         raise NotImplementedError
 
-    @property
-    def behind_partitions(self) -> list[int]:
-        """Partitions not yet caught up with the end they had when following (re)started."""
-        return sorted(self._behind)
-
-    @property
-    def ready_partitions(self) -> list[int]:
-        return sorted(set(self._targets) - self._behind)
-
     def restoring(self, posting_id: str) -> bool:
         """True while the posting's partition has not caught up since the view started:
         what the view lacks may still be on its way, so "not found" is not an answer yet."""
-        if self.ready.is_set():
+        status = self.status
+        if status.ready:
             return False
-        return partition_for(posting_id, self._partition_count) not in self.ready_partitions
+        return partition_for(posting_id, self._partition_count) not in status.caught_up
 
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
@@ -108,7 +123,7 @@ class LogView:
         deadline = time.monotonic() + timeout_s
         partition = partition_for(posting_id, self._partition_count)
         target = await asyncio.to_thread(self._end_offset, partition)
-        while self._positions.get(partition, -1) < target:
+        while self.status.positions.get(partition, -1) < target:
             if time.monotonic() > deadline:
                 raise StrongReadTimeout(f"view of partition {partition} is behind")
             await asyncio.sleep(0.005)
@@ -163,11 +178,11 @@ class LogView:
             consumer.assign(
                 [TopicPartition(self.topic, p, self._positions[p] or OFFSET_BEGINNING) for p in partitions]
             )
-            self._note_progress()
+            self._publish(following=True)
             while not self._stop.is_set():
                 self._fold(consumer, poll_batch(consumer, self.state.batch_records, 0.1))
         finally:
-            self.ready.clear()
+            self.status = replace(self.status, following=False)
             self._batch.clear()
             consumer.close()
 
@@ -184,8 +199,9 @@ class LogView:
                 if store.checkpoint:
                     store.check_bounds(start, end)
             positions[partition], targets[partition] = store.checkpoint, end
-        self._positions, self._targets = positions, targets
-        self._behind = frozenset(p for p in partitions if positions[p] < targets[p])
+        self._positions = positions
+        behind = frozenset(p for p in partitions if positions[p] < targets[p])
+        self.status = ViewStatus(False, MappingProxyType(dict(positions)), MappingProxyType(targets), behind)
 
     def _use_private_stores(self, why: StateLocked) -> None:
         """Another replica uses this state folder: follow into a folder of this process
@@ -223,9 +239,9 @@ class LogView:
             if puts or position > self._positions.get(partition, 0):
                 self.stores.get(partition).write(puts.items(), position)
                 self._positions[partition] = position
-        self._note_progress()
+        self._publish(following=True)
         self._batches += 1
-        if self._behind and self._batches % 10 == 0:
+        if self.status.behind and self._batches % 10 == 0:
             release_free_memory()  # a restore frees as much as it reads
 
     def _take(self, message: Message, partition: int) -> None:
@@ -236,17 +252,22 @@ class LogView:
             puts = []
         self._batch.setdefault(partition, {}).update(puts)
         self.records_read += 1
-        if partition in self._behind:
+        if partition in self.status.behind:
             RESTORED.labels(self.reader).inc()
 
-    def _note_progress(self) -> None:
-        if self._behind:
-            caught_up = {p for p in self._behind if self._positions.get(p, 0) >= self._targets[p]}
+    def _publish(self, following: bool) -> None:
+        """A new status: the follower's positions, and the partitions still behind."""
+        before = self.status
+        behind = before.behind
+        if behind:
+            caught_up = {p for p in behind if self._positions.get(p, 0) >= before.targets[p]}
             if caught_up:
                 log.info("view of %s caught up on partitions %s", self.topic, sorted(caught_up))
-                self._behind = self._behind - caught_up
+                behind = behind - caught_up
                 release_free_memory()
-        RESTORING.labels(self.reader).set(len(self._behind))
-        if not self._behind and not self.ready.is_set():
+        RESTORING.labels(self.reader).set(len(behind))
+        self.status = replace(
+            before, following=following, positions=MappingProxyType(dict(self._positions)), behind=behind
+        )
+        if self.status.ready and not before.ready:
             log.info("view of %s caught up (%d records read)", self.topic, self.records_read)
-            self.ready.set()

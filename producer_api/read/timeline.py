@@ -10,76 +10,122 @@ the state) or, if older, never sent (`skipped`).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from enum import StrEnum
 
 from schemas.enums import DeliveryOutcome, Destination, Op
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus
 
+
+class CellState(StrEnum):
+    """What one version came to at one destination."""
+
+    DELIVERED = "delivered"
+    CLOSED = "closed"  # a delete delivered
+    RETRYING = "retrying"
+    DEAD_LETTERED = "dead_lettered"
+    SKIPPED = "skipped"  # superseded by a later version or a delete, never sent
+    PENDING = "pending"  # not tried yet
+
+
+STATE_OF_OUTCOME = {
+    DeliveryOutcome.DELIVERED: CellState.DELIVERED,
+    DeliveryOutcome.CLOSED: CellState.CLOSED,
+    DeliveryOutcome.RETRYING: CellState.RETRYING,
+    DeliveryOutcome.DEAD_LETTERED: CellState.DEAD_LETTERED,
+    DeliveryOutcome.SKIPPED: CellState.SKIPPED,
+}
 # A lane has moved past a version in these states, and waits for the next message.
-_SETTLED = {"delivered", "dead_lettered", "skipped"}
+_SETTLED = {CellState.DELIVERED, CellState.DEAD_LETTERED, CellState.SKIPPED}
+
+
+@dataclass(frozen=True)
+class VersionLine:
+    """One version of the posting, as its column heads it."""
+
+    version: int
+    op: Op
+    at: int | None  # epoch millis it was accepted
+    title: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    version: int
+    state: CellState
+    at: int | None = None  # epoch millis of the newest event
+    attempts: int = 0
+    error: str | None = None
+    next_attempt_at: int | None = None  # while retrying
+
+
+@dataclass(frozen=True)
+class Lane:
+    cells: tuple[Cell, ...]  # one per version line
+    waiting_for: int | None  # the version the lane waits for, once it has caught up
+    closed: bool  # the posting's delete was delivered here
+
+
+@dataclass(frozen=True)
+class Timeline:
+    posting_id: str
+    version: int
+    deleted: bool
+    versions: tuple[VersionLine, ...]
+    lanes: dict[Destination, Lane]  # every destination, in the order of `Destination`
+    events: tuple[DeliveryEvent, ...]  # in the order they happened
 
 
 def build(
     posting_id: str,
     version: int,
     deleted: bool,
-    versions: list[dict[str, Any]],
+    versions: list[VersionLine],
     events: list[DeliveryEvent],
     states: dict[Destination, DeliveryState],
-) -> dict[str, Any]:
+) -> Timeline:
     newest: dict[tuple[Destination, int], DeliveryEvent] = {}
     for event in events:  # in the order they happened: the last one wins
         newest[event.destination, event.version] = event
     lanes = {
-        destination.value: _lane(destination, versions, newest, states.get(destination))
+        destination: _lane(destination, versions, newest, states.get(destination))
         for destination in Destination
     }
-    return {
-        "posting_id": posting_id,
-        "version": version,
-        "deleted": deleted,
-        "versions": versions,
-        "lanes": lanes,
-        "events": [e.to_json() for e in events],
-    }
+    return Timeline(posting_id, version, deleted, tuple(versions), lanes, tuple(events))
 
 
 def _lane(
     destination: Destination,
-    versions: list[dict[str, Any]],
+    versions: list[VersionLine],
     newest: dict[tuple[Destination, int], DeliveryEvent],
     state: DeliveryState | None,
-) -> dict[str, Any]:
-    cells = [_cell(v["version"], newest.get((destination, v["version"])), state) for v in versions]
-    last = cells[-1]["state"] if cells else None
-    closed = last == "closed"
-    waiting_for = versions[-1]["version"] + 1 if last in _SETTLED else None
-    return {"cells": cells, "waiting_for": waiting_for, "closed": closed}
+) -> Lane:
+    cells = tuple(_cell(v.version, newest.get((destination, v.version)), state) for v in versions)
+    last = cells[-1].state if cells else None
+    waiting_for = versions[-1].version + 1 if last in _SETTLED else None
+    return Lane(cells, waiting_for, closed=last == CellState.CLOSED)
 
 
-def _cell(version: int, event: DeliveryEvent | None, state: DeliveryState | None) -> dict[str, Any]:
+def _cell(version: int, event: DeliveryEvent | None, state: DeliveryState | None) -> Cell:
     if event is not None:
-        return {
-            "version": version,
-            "state": event.outcome.lower(),
-            "at": event.at,
-            "attempts": event.attempt,
-            "error": event.error,
-            "next_attempt_at": event.next_attempt_at if event.outcome == DeliveryOutcome.RETRYING else None,
-        }
+        retrying = event.outcome == DeliveryOutcome.RETRYING
+        return Cell(
+            version,
+            STATE_OF_OUTCOME[event.outcome],
+            event.at,
+            event.attempt,
+            event.error,
+            event.next_attempt_at if retrying else None,
+        )
     delivered = -1 if state is None or state.delivered_version is None else state.delivered_version
-    cell: dict[str, Any] = {"version": version, "state": "pending", "at": None, "attempts": 0, "error": None,
-                            "next_attempt_at": None}  # fmt: skip
     if state is not None and version == delivered:
-        closed = state.status == DeliveryStatus.CLOSED
-        cell.update(state="closed" if closed else "delivered", at=state.updated_at, attempts=state.attempts)
-    elif version < delivered:
-        cell["state"] = "skipped"
-    return cell
+        reached = CellState.CLOSED if state.status == DeliveryStatus.CLOSED else CellState.DELIVERED
+        return Cell(version, reached, state.updated_at, state.attempts)
+    return Cell(version, CellState.SKIPPED if version < delivered else CellState.PENDING)
 
 
-def fallback_versions(version: int, deleted: bool, title: str, at: int | None) -> list[dict[str, Any]]:
+def fallback_versions(version: int, deleted: bool, title: str, at: int | None) -> list[VersionLine]:
     """For a posting written before versions were kept: its newest version alone."""
     op = Op.DELETED if deleted else Op.CREATED if version == 0 else Op.UPDATED
-    return [{"version": version, "op": op.value, "at": at, "title": title}]
+    return [VersionLine(version, op, at, title)]

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
 
 from confluent_kafka import Message
 
 from producer_api.read import view_state
 from producer_api.read.log_view import LogView, StrongReadTimeout
+from producer_api.read.timeline import VersionLine
 from producer_api.read.view_state import PostingView, RecentWrites
 from runtime import records
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, Destination, PostingUpdate
+from schemas.model import DeliveryState, Destination, Op, PostingUpdate
 from schemas.topics import Topics
 
 __all__ = [
@@ -60,12 +60,9 @@ class PostingsView(LogView):
         if value is None or view_state.header(value)[0] < view.version:
             self.recent.observe(view)
 
-    def versions(self, posting_id: str) -> list[dict[str, Any]]:
-        """The posting's last versions, oldest first: version, op, time and title."""
-        return [
-            {"version": _VERSION.unpack_from(key, len(key) - _VERSION.size)[0], **json.loads(value)}
-            for key, value in self._scan(posting_id, _HISTORY)
-        ]
+    def versions(self, posting_id: str) -> list[VersionLine]:
+        """The posting's last versions, oldest first."""
+        return [_version_line(key, value) for key, value in self._scan(posting_id, _HISTORY)]
 
     def apply(self, message: Message) -> list[Put]:
         posting_id, update = records.posting_update(message)
@@ -141,6 +138,12 @@ def _history(key: bytes, update: PostingUpdate) -> list[Put]:
     if update.version >= KEPT_VERSIONS:
         puts.append((key + _HISTORY + _VERSION.pack(update.version - KEPT_VERSIONS), None))
     return puts
+
+
+def _version_line(key: bytes, value: bytes) -> VersionLine:
+    line = json.loads(value)
+    version = _VERSION.unpack_from(key, len(key) - _VERSION.size)[0]
+    return VersionLine(version, Op(line["op"]), line["at"], line["title"])
 
 
 def _event_key(posting_id: str, destination: Destination, version: int) -> bytes:

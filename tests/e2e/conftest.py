@@ -9,38 +9,31 @@ import pytest
 
 from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from tests.client import ApiClient
 
 TOKEN = "journey-token"
 
 
 class System:
-    def __init__(self, process: Process, api: str, sandbox: str, prefix: str) -> None:
+    """The running system: the API's address and a test client for it, the sandbox's."""
+
+    def __init__(self, process: Process, url: str, sandbox: str, prefix: str) -> None:
         self.process = process
-        self.api = api
+        self.url = url
         self.sandbox = sandbox
         self.prefix = prefix
         self.metrics: list[str] = []
         self.token = TOKEN
-        self.http = httpx.Client(base_url=api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=15)
+        self.client = ApiClient(url, TOKEN)
 
     def children(self, command: str) -> list[int]:
         """Pids of this system's component processes running `jobpost <command>`."""
         return component_pids(command, self.prefix)
 
     def board(self, board: str, posting_id: str) -> dict:
+        """What the sandbox board holds of the posting (no versions when it never saw it)."""
         response = httpx.get(f"{self.sandbox}/_sandbox/{board}/postings/{posting_id}")
         return response.json() if response.status_code == 200 else {"versions": [], "status": None}
-
-    def progress(self, posting_id: str) -> dict:
-        return self.http.get(f"/postings/{posting_id}/deliveries").json()["destinations"]
-
-    def titles(self, q: str) -> list[tuple[str, int]]:
-        response = self.http.get("/postings", params={"q": q})
-        return (
-            [(i["id"], i["version"]) for i in response.json()["items"]]
-            if response.status_code == 200
-            else [None]
-        )
 
 
 @contextlib.contextmanager
@@ -72,7 +65,7 @@ def running_system(kafka: KafkaSettings, elasticsearch_url: str, unique: str) ->
     def ready() -> bool:
         assert process.popen.poll() is None, process.log_tail()
         try:
-            return httpx.get(f"{system.api}/readyz", timeout=2).status_code == 200
+            return httpx.get(f"{system.url}/readyz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -80,6 +73,7 @@ def running_system(kafka: KafkaSettings, elasticsearch_url: str, unique: str) ->
         wait_until(ready, 90, "the whole system to be ready")
         yield system
     finally:
+        system.client.close()
         process.stop()
 
 

@@ -5,41 +5,43 @@ import signal
 
 import httpx
 
+from tests.client import ApiClient
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
 
-def test_the_readme_journey(system: System):
-    http = system.http
-    created = http.post(
-        "/postings", json={"title": "Senior Data Engineer", "description": "Streaming pipelines"}
-    )
-    assert created.status_code == 201
-    posting_id = created.json()["id"]
-    for title in ("Staff Data Engineer", "Principal Data Engineer"):
-        assert (
-            http.put(f"/postings/{posting_id}", json={"title": title, "description": "Streaming"}).status_code
-            == 200
-        )
+def titles(api: ApiClient, q: str) -> list[tuple[str, int]] | None:
+    """What a title search finds; None while the new index starts (503)."""
+    page = api.search(q, expect=(200, 503))
+    return [(i["id"], i["version"]) for i in page["items"]] if page.status_code == 200 else None
 
-    wait_until(lambda: system.titles("principal") == [(posting_id, 2)], 60, "search to find version 2")
+
+def progress(api: ApiClient, posting_id: str) -> dict:
+    return api.deliveries(posting_id)["destinations"]
+
+
+def test_the_readme_journey(system: System):
+    api = system.client
+    posting_id = api.create(title="Senior Data Engineer", description="Streaming pipelines")["id"]
+    for title in ("Staff Data Engineer", "Principal Data Engineer"):
+        api.replace(posting_id, title=title, description="Streaming")
+
+    wait_until(lambda: titles(api, "principal") == [(posting_id, 2)], 60, "search to find version 2")
     for board in ("linkedin", "indeed"):
         wait_until(
             lambda: system.board(board, posting_id)["versions"] == [0, 1, 2], 60, f"{board} to apply 0..2"
         )
     destinations = ("linkedin", "indeed", "search")
-    reported = lambda: all(system.progress(posting_id)[d]["delivered_version"] == 2 for d in destinations)  # noqa: E731
+    reported = lambda: all(progress(api, posting_id)[d]["delivered_version"] == 2 for d in destinations)  # noqa: E731
     wait_until(reported, 30, "deliveries to report version 2")
 
     # LinkedIn fails; Indeed proceeds while LinkedIn retries.
     assert httpx.put(f"{system.sandbox}/_sandbox/linkedin/faults", json={"mode": "error"}).status_code == 200
-    http.put(f"/postings/{posting_id}", json={"title": "Head of Data", "description": "Streaming"})
+    api.replace(posting_id, title="Head of Data", description="Streaming")
     wait_until(
         lambda: system.board("indeed", posting_id)["versions"] == [0, 1, 2, 3], 30, "Indeed to apply v3"
     )
-    wait_until(
-        lambda: system.progress(posting_id)["linkedin"]["status"] == "retrying", 30, "LinkedIn retrying"
-    )
+    wait_until(lambda: progress(api, posting_id)["linkedin"]["status"] == "retrying", 30, "LinkedIn retrying")
 
     # A component killed meanwhile is restarted by the supervisor.
     (indeed_pid,) = system.children("consumer indeed")
@@ -51,18 +53,14 @@ def test_the_readme_journey(system: System):
         lambda: system.board("linkedin", posting_id)["versions"] == [0, 1, 2, 3], 60, "LinkedIn catch-up"
     )
 
-    assert http.delete(f"/postings/{posting_id}").json() == {
-        "id": posting_id,
-        "version": 4,
-        "status": "deleted",
-    }
+    assert api.delete(posting_id) == {"id": posting_id, "version": 4, "status": "deleted"}
     for board in ("linkedin", "indeed"):
         wait_until(lambda: system.board(board, posting_id)["status"] == "closed", 60, f"{board} to close it")
     assert system.board("indeed", posting_id)["versions"] == [0, 1, 2, 3, 4]  # exactly once each, in order
-    wait_until(lambda: system.titles("head") == [], 60, "search to drop the deleted posting")
-    assert http.get(f"/postings/{posting_id}").status_code == 410
+    wait_until(lambda: titles(api, "head") == [], 60, "search to drop the deleted posting")
+    api.get(posting_id, expect=410)
 
-    metrics = httpx.get(f"{system.api}/metrics").text
+    metrics = httpx.get(f"{system.url}/metrics").text
     for series in ("jobpost_api_request_seconds_count", "jobpost_sequencer_batch_commands_count"):
         assert series in metrics
     linkedin, indeed, indexer = (httpx.get(url).text for url in system.metrics)

@@ -15,7 +15,7 @@ def test_schemathesis_finds_nothing(system: System, tmp_path: Path):
     command = [
         str(Path(sys.executable).with_name("schemathesis")),
         "--config-file", str(CONFIG),
-        "run", f"{system.api}/openapi.json",
+        "run", f"{system.url}/openapi.json",
         "--checks", "all",
         "--phases", "examples,coverage,fuzzing,stateful",
         "--header", f"Authorization: Bearer {system.token}",

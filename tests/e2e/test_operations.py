@@ -3,48 +3,41 @@ timeline, each board's dead letters and their redrive, consumer lag, the fault s
 
 import httpx
 
+from tests.client import ApiClient
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
 
-def lanes(system: System, posting_id: str) -> dict[str, list[str]]:
-    timeline = system.http.get(f"/postings/{posting_id}/timeline").json()
+def lanes(api: ApiClient, posting_id: str) -> dict[str, list[str]]:
+    timeline = api.timeline(posting_id)
     return {name: [cell["state"] for cell in lane["cells"]] for name, lane in timeline["lanes"].items()}
 
 
 def test_a_rejected_version_is_dead_lettered_listed_and_redriven_from_the_api(system: System):
-    http = system.http
-    posting_id = http.post(
-        "/postings", json={"title": "Site Reliability Engineer", "description": "d"}
-    ).json()["id"]
+    api = system.client
+    posting_id = api.create(title="Site Reliability Engineer", description="d")["id"]
     everywhere = {"linkedin": ["delivered"], "indeed": ["delivered"], "search": ["delivered"]}
-    wait_until(lambda: lanes(system, posting_id) == everywhere, 60, "version 0 delivered everywhere")
-    timeline = http.get(f"/postings/{posting_id}/timeline").json()
+    wait_until(lambda: lanes(api, posting_id) == everywhere, 60, "version 0 delivered everywhere")
+    timeline = api.timeline(posting_id)
     assert timeline["versions"][0]["op"] == "CREATED"
     assert timeline["versions"][0]["title"] == "Site Reliability Engineer"
     assert {e["destination"] for e in timeline["events"]} == {"linkedin", "indeed", "search"}
     assert all(lane["waiting_for"] == 1 for lane in timeline["lanes"].values())
 
-    assert http.get("/ops/boards").json()["available"] is True
-    assert http.put("/ops/boards/linkedin/faults", json={"mode": "reject"}).json()["mode"] == "reject"
+    assert api.request("GET", "/ops/boards", expect=200)["available"] is True
+    rejecting = api.request("PUT", "/ops/boards/linkedin/faults", json={"mode": "reject"}, expect=200)
+    assert rejecting["mode"] == "reject"
     assert httpx.get(f"{system.sandbox}/_sandbox/linkedin/faults").json()["mode"] == "reject"
-    http.put(
-        f"/postings/{posting_id}",
-        json={"title": "Senior SRE", "description": "d"},
-        headers={"If-Match": '"0"'},
-    )
+    api.replace(posting_id, title="Senior SRE", description="d", if_match=0)
     wait_until(
-        lambda: lanes(system, posting_id)["linkedin"] == ["delivered", "dead_lettered"], 60, "dead letter"
+        lambda: lanes(api, posting_id)["linkedin"] == ["delivered", "dead_lettered"], 60, "dead letter"
     )
     # Indeed delivers version 1 on its own lane, in its own time: LinkedIn's rejection never holds it.
-    wait_until(lambda: lanes(system, posting_id)["indeed"] == ["delivered", "delivered"], 60, "Indeed v1")
+    wait_until(lambda: lanes(api, posting_id)["indeed"] == ["delivered", "delivered"], 60, "Indeed v1")
 
     def letter() -> dict | None:
-        found = [
-            x
-            for x in http.get("/ops/dead-letters/linkedin").json()["letters"]
-            if x["posting_id"] == posting_id
-        ]
+        letters = api.request("GET", "/ops/dead-letters/linkedin", expect=200)["letters"]
+        found = [x for x in letters if x["posting_id"] == posting_id]
         return found[0] if found else None
 
     listed = letter()
@@ -52,34 +45,35 @@ def test_a_rejected_version_is_dead_lettered_listed_and_redriven_from_the_api(sy
     assert (listed["version"], listed["resolved"], listed["attempts"]) == (1, False, 1)
     assert "400" in listed["error"]
 
-    http.put("/ops/boards/linkedin/faults", json={"mode": "none"})
-    answer = http.post(
+    api.request("PUT", "/ops/boards/linkedin/faults", json={"mode": "none"}, expect=200)
+    answer = api.request(
+        "POST",
         "/ops/dead-letters/linkedin/redrive",
         json={"partition": listed["partition"], "offset": listed["offset"]},
+        expect=200,
     )
-    assert answer.json()["results"] == [
+    assert answer["results"] == [
         {"posting_id": posting_id, "version": 1, "outcome": "delivered", "detail": "delivered"}
     ]
     assert system.board("linkedin", posting_id)["versions"] == [0, 1]
-    wait_until(
-        lambda: lanes(system, posting_id)["linkedin"] == ["delivered", "delivered"], 30, "redriven shown"
-    )
+    wait_until(lambda: lanes(api, posting_id)["linkedin"] == ["delivered", "delivered"], 30, "redriven shown")
     wait_until(lambda: letter()["resolved"], 30, "the letter to read as resolved")
     # A second redrive of everything finds nothing left to do.
-    assert http.post("/ops/dead-letters/linkedin/redrive", json={}).json() == {"results": []}
+    assert api.request("POST", "/ops/dead-letters/linkedin/redrive", json={}, expect=200) == {"results": []}
 
-    lag = lambda: {g["destination"]: g["lag"] for g in http.get("/ops/lag").json()["groups"]}  # noqa: E731
+    def lag() -> dict[str, int]:
+        groups = api.request("GET", "/ops/lag", expect=200)["groups"]
+        return {g["destination"]: g["lag"] for g in groups}
+
     wait_until(lambda: lag() == {"linkedin": 0, "indeed": 0, "search": 0}, 30, "every group caught up")
 
 
 def test_operations_refuse_what_they_cannot_do(system: System):
-    http = system.http
-    half = http.post("/ops/dead-letters/linkedin/redrive", json={"partition": 0})
-    assert half.status_code == 422
-    assert half.headers["content-type"] == "application/problem+json"
-    assert http.put("/ops/boards/monster/faults", json={"mode": "error"}).status_code == 422
-    assert http.put("/ops/boards/indeed/faults", json={"mode": "explode"}).status_code == 422
-    assert httpx.get(f"{system.api}/ops/lag").status_code == 401
-    assert http.get("/postings/no-such-posting/timeline").status_code == 404
-    page = httpx.get(f"{system.api}/ui/")
+    api = system.client
+    api.request("POST", "/ops/dead-letters/linkedin/redrive", json={"partition": 0}, expect=422)
+    api.request("PUT", "/ops/boards/monster/faults", json={"mode": "error"}, expect=422)
+    api.request("PUT", "/ops/boards/indeed/faults", json={"mode": "explode"}, expect=422)
+    ApiClient(system.url, token=None).request("GET", "/ops/lag", expect=401)
+    api.timeline("no-such-posting", expect=404)
+    page = httpx.get(f"{system.url}/ui/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]

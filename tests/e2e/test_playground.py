@@ -1,27 +1,29 @@
 """The playground page (/ui) in a real browser, against the system as `make run` starts it.
 
 Every check is something a person sees on the page: the state word of a timeline cell
-(`data-state` mirrors it), the times it shows, the messages next to an action. Chromium is
-Debian's (`apt-get install chromium`; `.ci/run` installs it), or JOBPOST_CHROMIUM.
+(`data-state` mirrors it), the times it shows, the messages next to an action. The browser is
+the chromium `jobpost doctor` finds (JOBPOST_CHROMIUM, Debian's, or Playwright's own), which
+`make test` obtains before the suite starts.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
+from jobpost import doctor
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
-CHROMIUM = os.environ.get("JOBPOST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 DESTINATIONS = ("linkedin", "indeed", "search")
+BOARDS = ("linkedin", "indeed")
+SETTLED_IN_SEARCH = re.compile(r"^(delivered|skipped)$")  # an older version: indexed, or folded
 # Deliveries are asynchronous: a version reaches a destination within seconds, retries
 # wait 0.5 s then up to 2 s in the e2e system.
 DELIVERY_MS = 60_000
@@ -29,10 +31,12 @@ DELIVERY_MS = 60_000
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium, or set JOBPOST_CHROMIUM")
+    executable = doctor.chromium()
+    if executable is None:
+        pytest.fail("no chromium: `jobpost doctor --obtain` installs one, or set JOBPOST_CHROMIUM")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # --no-sandbox: chromium's sandbox refuses to run as root (CI)
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield browser
         browser.close()
 
@@ -42,7 +46,7 @@ def page(browser: Browser, system: System, request: pytest.FixtureRequest) -> It
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{system.api}/ui")
+    page.goto(f"{system.url}/ui")
     yield page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the last view of every test, to look at after a failure
     page.screenshot(path=ARTIFACTS / f"playground-{request.node.name}.png", full_page=True)
@@ -90,7 +94,7 @@ def expect_state(page: Page, destination: str, version: int, state: str, timeout
     expect(cell(page, destination, version)).to_have_attribute("data-state", state, timeout=timeout)
 
 
-def delivered_in_order(page: Page, destination: str, versions: range) -> bool:
+def delivered_in_order(page: Page, destination: str, versions: Iterable[int]) -> bool:
     """The delivery times the cells show do not go back from one version to the next."""
     times = [int(cell(page, destination, v).get_attribute("data-at") or 0) for v in versions]
     return all(times) and times == sorted(times)
@@ -111,10 +115,18 @@ def test_versions_reach_both_boards_and_search_in_order(page: Page, system: Syst
     replace(page, "Staff Data Engineer", 0)
     replace(page, "Principal Data Engineer", 1)
 
-    for destination in DESTINATIONS:
+    for board in BOARDS:  # a board gets every version, one after another
         for version in range(3):
-            expect_state(page, destination, version, "delivered")
-        assert delivered_in_order(page, destination, range(3)), destination
+            expect_state(page, board, version, "delivered")
+        assert delivered_in_order(page, board, range(3)), board
+    # The index needs only the newest version: the indexer writes the newest of a posting's
+    # versions in one bulk request, and the page shows the ones folded into it as skipped.
+    expect_state(page, "search", 2, "delivered")
+    for version in range(2):
+        expect(cell(page, "search", version)).to_have_attribute("data-state", SETTLED_IN_SEARCH)
+    indexed = [v for v in range(3) if cell(page, "search", v).get_attribute("data-state") == "delivered"]
+    assert delivered_in_order(page, "search", indexed), indexed
+    for destination in DESTINATIONS:
         expect(page.get_by_test_id(f"waiting-{destination}")).to_contain_text("waiting for v3")
     expect(page.get_by_test_id("version-2")).to_contain_text("Principal Data Engineer")
 
@@ -176,7 +188,7 @@ def test_a_deleted_posting_closes_on_both_boards_and_leaves_search(page: Page, s
 
     page.get_by_role("button", name="Delete").click()
     expect(page.get_by_test_id("posting-meta")).to_have_attribute("data-status", "deleted")
-    for board in ("linkedin", "indeed"):
+    for board in BOARDS:
         expect_state(page, board, 1, "closed")
         expect(page.get_by_test_id(f"lane-{board}")).to_contain_text("closed")
         expect(page.get_by_test_id(f"waiting-{board}")).to_have_count(0)

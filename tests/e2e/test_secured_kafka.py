@@ -28,6 +28,7 @@ from jobpost.stack.tls import CertificateAuthority
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
 from tests.e2e.conftest import TOKEN, running_system
+from tests.e2e.test_journey import titles
 
 USER = "jobpost"
 # Each component as `jobpost run` starts it, and `jobpost run` and `jobpost topics` themselves.
@@ -91,20 +92,16 @@ def test_create_reaches_both_boards_and_search_over_sasl_ssl(secured: SecuredKaf
     assert len(ensure_topics(secured.kafka)) > 10  # created through the secured listener
 
     with running_system(secured.kafka, elasticsearch_url, secured.kafka.topic_prefix) as system:
-        created = system.http.post("/postings", json={"title": "Security Engineer", "description": "TLS"})
-        assert created.status_code == 201, created.text
-        posting_id = created.json()["id"]
-        replaced = system.http.put(
-            f"/postings/{posting_id}", json={"title": "Staff Security Engineer", "description": "mTLS"}
-        )
-        assert replaced.status_code == 200, replaced.text
+        api = system.client
+        posting_id = api.create(title="Security Engineer", description="TLS")["id"]
+        api.replace(posting_id, title="Staff Security Engineer", description="mTLS")
 
         for board in ("linkedin", "indeed"):
             wait_until(
                 lambda: system.board(board, posting_id)["versions"] == [0, 1], 60, f"{board} to apply 0, 1"
             )
-        wait_until(lambda: system.titles("staff") == [(posting_id, 1)], 60, "search to find version 1")
-        delivered = system.progress(posting_id)
+        wait_until(lambda: titles(api, "staff") == [(posting_id, 1)], 60, "search to find version 1")
+        delivered = api.deliveries(posting_id)["destinations"]
         assert {d: delivered[d]["delivered_version"] for d in ("linkedin", "indeed", "search")} == {
             "linkedin": 1,
             "indeed": 1,

@@ -3,14 +3,14 @@ lag, the sandbox boards' fault switches."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import httpx
 from fastapi import APIRouter, Depends, Path, Request
 
 from producer_api.http.deps import authenticate
 from producer_api.http.models import ProblemOut
-from producer_api.http.ops_models import BoardsOut, FaultsIn, LagOut, LettersOut, RedriveIn, RedriveOut
+from producer_api.http.ops_models import Board, BoardsOut, FaultsIn, LagOut, LettersOut, RedriveIn, RedriveOut
 from producer_api.http.problems import Problem, validation_problem
 from producer_api.operations import Operations, SandboxMissing
 from schemas.model import Destination
@@ -21,7 +21,7 @@ router = APIRouter(
     dependencies=[Depends(authenticate)],
     responses={401: {"model": ProblemOut, "description": "missing or unknown bearer token"}},
 )
-Board = Annotated[Literal["linkedin", "indeed"], Path(description="a job board")]
+BoardName = Annotated[Board, Path(description="a job board")]
 
 
 def _operations(request: Request) -> Operations:
@@ -32,7 +32,7 @@ Ops = Annotated[Operations, Depends(_operations)]
 
 
 @router.get("/dead-letters/{board}", response_model=LettersOut)
-async def dead_letters(board: Board, ops: Ops) -> LettersOut:
+async def dead_letters(board: BoardName, ops: Ops) -> LettersOut:
     """The board's dead letters, newest first."""
     letters = await ops.dead_letters(Destination(board))
     return LettersOut.model_validate({"board": board, "letters": letters})
@@ -43,7 +43,7 @@ async def dead_letters(board: Board, ops: Ops) -> LettersOut:
     response_model=RedriveOut,
     responses={422: {"model": ProblemOut, "description": "only one of partition and offset"}},
 )
-async def redrive(board: Board, body: RedriveIn, ops: Ops) -> RedriveOut:
+async def redrive(board: BoardName, body: RedriveIn, ops: Ops) -> RedriveOut:
     """Attempt one letter (`partition` and `offset`), or every unresolved one, once more, as
     `jobpost dlq redrive` does: a version delivered since is skipped; one that fails again
     is dead-lettered again."""
@@ -80,7 +80,7 @@ async def boards(ops: Ops) -> BoardsOut:
     "/boards/{board}/faults",
     responses={404: {"model": ProblemOut, "description": "no sandbox runs with this API"}},
 )
-async def set_faults(board: Board, body: FaultsIn, ops: Ops) -> dict[str, object]:
+async def set_faults(board: BoardName, body: FaultsIn, ops: Ops) -> dict[str, object]:
     """Make the sandbox board fail: its mode and how often."""
     try:
         return await ops.set_faults(Destination(board), body.model_dump())

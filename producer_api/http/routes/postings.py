@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
 from producer_api.config import ApiSettings
+from producer_api.http import present
 from producer_api.http.deps import (
     CurrentCaller,
     ExpectedVersion,
@@ -15,15 +16,7 @@ from producer_api.http.deps import (
     Settings,
     authenticate,
 )
-from producer_api.http.models import (
-    DeletedOut,
-    DeliveriesOut,
-    DestinationProgress,
-    PostingIn,
-    PostingOut,
-    ProblemOut,
-    SearchPage,
-)
+from producer_api.http.models import DeletedOut, DeliveriesOut, PostingIn, PostingOut, ProblemOut, SearchPage
 from producer_api.http.ops_models import TimelineOut
 from producer_api.http.problems import validation_problem
 from producer_api.read.views import PostingView
@@ -83,20 +76,7 @@ async def search_postings(
     ] = None,
 ) -> SearchPage:
     """Active postings whose title matches `q`, best first."""
-    documents, next_cursor = await service.search(q, limit, cursor)
-    items = [
-        PostingOut(
-            id=d.id,
-            version=d.version,
-            title=d.title,
-            description=d.description,
-            notes=d.notes,
-            status=d.status,
-            last_update_time_millis=d.last_update_time,
-        )
-        for d in documents
-    ]
-    return SearchPage(items=items, next_cursor=next_cursor)
+    return present.search_page(*await service.search(q, limit, cursor))
 
 
 @router.get("/{posting_id}", response_model=PostingOut, responses={**_REFUSED, **_UNAVAILABLE})
@@ -117,19 +97,14 @@ async def read_posting(
 @router.get("/{posting_id}/deliveries", response_model=DeliveriesOut, responses={404: _REFUSED[404]})
 async def posting_deliveries(posting_id: PostingId, service: Service) -> DeliveriesOut:
     """How far each destination (LinkedIn, Indeed, search) has got with the posting."""
-    view, progress = service.deliveries(posting_id)
-    return DeliveriesOut(
-        posting_id=posting_id,
-        version=view.version,
-        destinations={d: DestinationProgress(**p) for d, p in progress.items()},
-    )
+    return present.deliveries(*service.deliveries(posting_id))
 
 
 @router.get("/{posting_id}/timeline", response_model=TimelineOut, responses={404: _REFUSED[404]})
 async def posting_timeline(posting_id: PostingId, service: Service) -> TimelineOut:
     """The posting's versions, and what each came to at LinkedIn, Indeed and search: one
     cell per version and destination, and the delivery events behind them."""
-    return TimelineOut.model_validate(service.timeline(posting_id))
+    return present.timeline(service.timeline(posting_id))
 
 
 @router.put(
@@ -164,8 +139,7 @@ async def delete_posting(
     key: IdempotencyKey,
     caller: CurrentCaller,
 ) -> DeletedOut:
-    view = await service.delete(caller, posting_id, key, expected)
-    return DeletedOut(id=view.id, version=view.version)
+    return present.deleted(await service.delete(caller, posting_id, key, expected))
 
 
 def _posting(body: PostingIn) -> Posting:
@@ -174,18 +148,7 @@ def _posting(body: PostingIn) -> Posting:
 
 def _present(view: PostingView, response: Response) -> PostingOut:
     response.headers["ETag"] = f'"{view.version}"'
-    posting = view.posting or Posting("", "")
-    return PostingOut(
-        id=view.id,
-        version=view.version,
-        title=posting.title,
-        description=posting.description,
-        notes=posting.notes,
-        location=posting.location,
-        apply_url=posting.apply_url,
-        status="deleted" if view.deleted else "active",
-        last_update_time_millis=view.last_update_time_millis,
-    )
+    return present.posting(view)
 
 
 def _check_limits(body: PostingIn, settings: ApiSettings) -> None:

@@ -1,8 +1,12 @@
-"""Bad requests get a clear 4xx problem+json answer and change nothing in the log."""
+"""Bad requests get a clear 4xx problem+json answer and change nothing in the log.
+
+The test client checks every answer of 400 or more for what the contract promises
+(`application/problem+json` naming its status, type, title and detail, no stack trace)."""
 
 import httpx
 import pytest
 
+from tests.client import ABSENT, ApiClient
 from tests.processes import read_postings
 
 POSTING = {"title": "Data Engineer", "description": "Pipelines", "notes": "hybrid"}
@@ -10,81 +14,59 @@ POSTING = {"title": "Data Engineer", "description": "Pipelines", "notes": "hybri
 
 @pytest.fixture
 def posting(api) -> dict:
-    response = httpx.post(f"{api.url}/postings", json=POSTING, headers=api.headers, timeout=15)
-    assert response.status_code == 201
-    return response.json()
-
-
-def assert_problem(response: httpx.Response, status: int) -> dict:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body = response.json()
-    assert body["status"] == status
-    assert body["title"] and body["detail"] and body["type"]
-    assert "Traceback" not in response.text
-    return body
+    return api.client.create(**POSTING)
 
 
 def test_refused_requests_answer_problems_and_write_nothing(api, posting, kafka, topics):
     before = read_postings(kafka, topics.postings)
-    url = f"{api.url}/postings"
-    item = f"{url}/{posting['id']}"
-    h = api.headers
+    client = api.client
 
-    assert_problem(httpx.post(url, json=POSTING), 401)
-    assert_problem(httpx.post(url, json=POSTING, headers={"Authorization": "Bearer wrong"}), 401)
-    assert_problem(httpx.get(f"{url}/no-such-posting", headers=h), 404)
-    strong = {"consistency": "strong"}
-    assert_problem(httpx.get(f"{url}/no-such-posting", params=strong, headers=h, timeout=15), 404)
-    assert_problem(httpx.put(f"{url}/no-such-posting", json=POSTING, headers=h, timeout=15), 404)
-    stale = assert_problem(httpx.put(item, json=POSTING, headers={**h, "If-Match": '"7"'}, timeout=15), 412)
+    ApiClient(api.url, token=None).create(expect=401)
+    ApiClient(api.url, token="wrong").create(expect=401)
+    client.get("no-such-posting", expect=404)
+    client.get("no-such-posting", strong=True, expect=404)
+    client.replace("no-such-posting", expect=404)
+    stale = client.replace(posting["id"], if_match=7, expect=412)
     assert "version" in stale["detail"]
-    for body in (
-        {"description": "no title"},
-        {**POSTING, "title": ""},
-        {**POSTING, "title": "   "},
-        {**POSTING, "title": "x" * 201},
-        {**POSTING, "description": "x" * 25_001},
-        {**POSTING, "notes": "x" * 2_001},
-        {**POSTING, "salary": 100},
-        {**POSTING, "title": 42},
+    for changes in (
+        {"title": ABSENT, "description": "no title"},
+        {"title": ""},
+        {"title": "   "},
+        {"title": "x" * 201},
+        {"description": "x" * 25_001},
+        {"notes": "x" * 2_001},
+        {"salary": 100},
+        {"title": 42},
     ):
-        problem = assert_problem(httpx.post(url, json=body, headers=h), 422)
-        assert problem["errors"], body
-        assert_problem(httpx.put(item, json=body, headers=h), 422)
+        problem = client.create(**changes, expect=422)
+        assert problem["errors"], changes
+        client.replace(posting["id"], **changes, expect=422)
+    json_body = {"content-type": "application/json"}
     lone_surrogate = b'{"title": "bad \\ud800 title", "description": "x"}'
-    assert_problem(
-        httpx.post(url, content=lone_surrogate, headers={**h, "content-type": "application/json"}), 422
-    )
-    assert_problem(
-        httpx.post(url, content=b"{not json", headers={**h, "content-type": "application/json"}), 422
-    )
-    big = {**POSTING, "description": "x" * (1024 * 1024 + 1)}
-    assert_problem(httpx.post(url, json=big, headers=h), 413)
-    assert_problem(httpx.get(url + "/x", params={"consistency": "sometimes"}, headers=h), 422)
+    client.request("POST", "/postings", content=lone_surrogate, headers=json_body, expect=422)
+    client.request("POST", "/postings", content=b"{not json", headers=json_body, expect=422)
+    client.create(description="x" * (1024 * 1024 + 1), expect=413)
+    client.request("GET", "/postings/x", params={"consistency": "sometimes"}, expect=422)
 
     assert read_postings(kafka, topics.postings) == before
 
 
 def test_deleted_posting_answers_410_to_every_call(api, posting, kafka, topics):
-    item = f"{api.url}/postings/{posting['id']}"
-    assert httpx.delete(item, headers=api.headers, timeout=15).status_code == 200
+    client = api.client
+    client.delete(posting["id"])
     after_delete = read_postings(kafka, topics.postings)
 
-    assert_problem(httpx.get(item, headers=api.headers), 410)
-    assert_problem(httpx.get(item, params={"consistency": "strong"}, headers=api.headers), 410)
-    assert_problem(httpx.put(item, json=POSTING, headers=api.headers, timeout=15), 410)
-    assert_problem(httpx.delete(item, headers=api.headers, timeout=15), 410)
+    client.get(posting["id"], expect=410)
+    client.get(posting["id"], strong=True, expect=410)
+    client.replace(posting["id"], **POSTING, expect=410)
+    client.delete(posting["id"], expect=410)
 
     assert read_postings(kafka, topics.postings) == after_delete
 
 
 def test_matching_if_match_is_accepted_and_etag_follows(api, posting):
-    item = f"{api.url}/postings/{posting['id']}"
-    response = httpx.put(item, json=POSTING, headers={**api.headers, "If-Match": '"0"'}, timeout=15)
-    assert response.status_code == 200
-    assert response.headers["ETag"] == '"1"'
-    assert response.json()["version"] == 1
+    replaced = api.client.replace(posting["id"], **POSTING, if_match=0)  # the client checks the ETag
+    assert replaced["version"] == 1
 
 
 def test_health_endpoints_need_no_token(api):

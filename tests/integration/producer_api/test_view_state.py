@@ -94,7 +94,7 @@ def views(kafka: KafkaSettings, state: StateSettings) -> Iterator[list[PostingsV
 def started(views: list[PostingsView], view: PostingsView) -> PostingsView:
     views.append(view)
     view.start()
-    wait_until(view.ready.is_set, 60, "the view to catch up")
+    wait_until(lambda: view.status.ready, 60, "the view to catch up")
     return view
 
 
@@ -196,12 +196,13 @@ def test_readiness_names_the_partitions_still_being_read(kafka, topics, state, v
     readiness = Readiness(ApiSettings(kafka=kafka), Commands(), [view], None, search)  # type: ignore[arg-type]
     view.start()
 
-    wait_until(lambda: view.ready_partitions == [0, 1], 30, "partitions 0 and 1 read")
-    assert view.behind_partitions == [2] and not view.ready.is_set()  # its follower waits
+    wait_until(lambda: view.status.caught_up == {0, 1}, 30, "partitions 0 and 1 read")
+    status = view.status
+    assert status.behind == {2} and status.following and not status.ready  # its follower waits
     assert asyncio.run(readiness.check())["kafka"] == f"{topics.postings} catching up on partitions [2]"
 
     view.go.set()
-    wait_until(view.ready.is_set, 30, "partition 2 read")
+    wait_until(lambda: view.status.ready, 30, "partition 2 read")
     readiness._cached = None
     assert asyncio.run(readiness.check())["kafka"] is None
     assert_answers(view, written)

@@ -4,7 +4,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from confluent_kafka import Producer
 from elasticsearch import Elasticsearch
@@ -54,54 +53,37 @@ def api(kafka, elasticsearch_url, alias) -> Iterator[ApiProcess]:
         yield process
 
 
-def search(api: ApiProcess, q: str, **params) -> dict:
-    response = httpx.get(f"{api.url}/postings", params={"q": q, **params}, headers=api.headers, timeout=15)
-    assert response.status_code == 200, response.text
-    return response.json()
+def found(api: ApiProcess, q: str, field: str, limit: int | None = None) -> list | None:
+    """`field` of each posting search finds; None while the search server answers 503 (a new
+    index starting)."""
+    page = api.client.search(q, limit=limit, expect=(200, 503))
+    return [item[field] for item in page["items"]] if page.status_code == 200 else None
 
 
 def ids_found(api: ApiProcess, q: str) -> list[str] | None:
-    """The ids search finds; None while the search server answers 503 (a new index starting)."""
-    response = httpx.get(f"{api.url}/postings", params={"q": q}, headers=api.headers, timeout=15)
-    if response.status_code == 503:
-        return None
-    assert response.status_code == 200, response.text
-    return [item["id"] for item in response.json()["items"]]
+    return found(api, q, "id")
 
 
 def versions_found(api: ApiProcess, q: str) -> list[int] | None:
-    """The versions search finds; None while the search server answers 503."""
-    response = httpx.get(f"{api.url}/postings", params={"q": q}, headers=api.headers, timeout=15)
-    if response.status_code == 503:
-        return None
-    assert response.status_code == 200, response.text
-    return [item["version"] for item in response.json()["items"]]
-
-
-def write(api: ApiProcess, method: str, path: str = "", **body) -> dict:
-    response = httpx.request(
-        method, f"{api.url}/postings{path}", json=body or None, headers=api.headers, timeout=15
-    )
-    assert response.status_code in (200, 201), response.text
-    return response.json()
+    return found(api, q, "version")
 
 
 def test_search_follows_create_replace_and_delete(api, indexer):
-    posting = write(api, "POST", title="Platypus Keeper", description="zoo")
+    posting = api.client.create(title="Platypus Keeper", description="zoo")
     wait_until(lambda: ids_found(api, "platypus") == [posting["id"]], 60, "the new title to be searchable")
 
-    write(api, "PUT", f"/{posting['id']}", title="Wombat Keeper", description="zoo")
+    api.client.replace(posting["id"], title="Wombat Keeper", description="zoo")
     wait_until(lambda: ids_found(api, "wombat") == [posting["id"]], 60, "the replaced title to be searchable")
     assert ids_found(api, "platypus") == []
-    assert search(api, "wombat")["items"][0]["version"] == 1
+    assert api.client.search("wombat")["items"][0]["version"] == 1
 
-    write(api, "DELETE", f"/{posting['id']}")
+    api.client.delete(posting["id"])
     wait_until(lambda: ids_found(api, "wombat") == [], 60, "the deleted posting to leave the results")
 
 
 def test_description_text_is_not_searched_by_default(api, indexer):
-    gardener = write(api, "POST", title="Gardener", description="marsupial habitat")
-    marker = write(api, "POST", title="Marsupial Vet", description="")
+    gardener = api.client.create(title="Gardener", description="marsupial habitat")
+    marker = api.client.create(title="Marsupial Vet", description="")
     # Both are indexed (each is found by its title) before the description is searched for.
     wait_until(lambda: ids_found(api, "gardener") == [gardener["id"]], 60, "the gardener to be indexed")
     wait_until(lambda: ids_found(api, "vet") == [marker["id"]], 60, "the vet to be indexed")
@@ -110,40 +92,33 @@ def test_description_text_is_not_searched_by_default(api, indexer):
 
 
 def test_best_first_and_paged_with_a_cursor(api, indexer):
-    exact = write(api, "POST", title="Kafka", description="")
-    others = [write(api, "POST", title=f"Kafka Streams Engineer {i}", description="")["id"] for i in range(5)]
+    exact = api.client.create(title="Kafka", description="")
+    others = [api.client.create(title=f"Kafka Streams Engineer {i}", description="")["id"] for i in range(5)]
     wait_until(lambda: len(ids_found(api, "kafka") or []) == 6, 60, "all six to be searchable")
 
     pages, cursor = [], None
     while True:
-        page = search(api, "kafka", limit=4, **({"cursor": cursor} if cursor else {}))
+        page = api.client.search("kafka", limit=4, cursor=cursor)
         pages.append([item["id"] for item in page["items"]])
         cursor = page["next_cursor"]
         if cursor is None:
             break
-    found = [i for page in pages for i in page]
-    assert found[0] == exact["id"]  # the shortest title matches best
-    assert sorted(found) == sorted([exact["id"], *others])
+    listed = [i for page in pages for i in page]
+    assert listed[0] == exact["id"]  # the shortest title matches best
+    assert sorted(listed) == sorted([exact["id"], *others])
     assert [len(p) for p in pages] == [4, 2]
 
 
 def test_bad_search_parameters_are_422(api):
-    for params in (
-        {"q": ""},
-        {"q": "x", "limit": 0},
-        {"q": "x", "limit": 101},
-        {"q": "x", "cursor": "garbage"},
-        {},
-    ):
-        response = httpx.get(f"{api.url}/postings", params=params, headers=api.headers)
-        assert response.status_code == 422, params
-        assert response.headers["content-type"] == "application/problem+json"
+    for q, limit, cursor in (("", None, None), ("x", 0, None), ("x", 101, None), ("x", None, "garbage"),
+                             (None, None, None)):  # fmt: skip
+        api.client.search(q, limit=limit, cursor=cursor, expect=422)
 
 
 def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, elasticsearch_url, alias):
-    posting = write(api, "POST", title="Otter Trainer v0", description="")
+    posting = api.client.create(title="Otter Trainer v0", description="")
     for v in range(1, 6):
-        write(api, "PUT", f"/{posting['id']}", title=f"Otter Trainer v{v}", description="")
+        api.client.replace(posting["id"], title=f"Otter Trainer v{v}", description="")
     wait_until(lambda: versions_found(api, "otter") == [5], 60, "version 5 indexed")
 
     # Replay version 3 of the posting, as a consumer restarted from an old offset would.
@@ -151,7 +126,7 @@ def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, el
     producer = Producer(kafka.producer_config())
     producer.produce(topics.postings, key=key, value=codec.posting_updates().encode(v3), partition=partition)
     producer.flush(10)
-    marker = write(api, "POST", title="Otter Marker", description="")
+    marker = api.client.create(title="Otter Marker", description="")
     wait_until(lambda: marker["id"] in (ids_found(api, "marker") or []), 60, "a later record to be indexed")
 
     es = Elasticsearch(elasticsearch_url)
@@ -161,11 +136,11 @@ def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, el
 
 
 def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, alias):
-    created = [write(api, "POST", title=f"Heron Watcher {i}", description="")["id"] for i in range(4)]
-    write(api, "PUT", f"/{created[0]}", title="Heron Watcher renamed", description="")
-    write(api, "DELETE", f"/{created[1]}")
+    created = [api.client.create(title=f"Heron Watcher {i}", description="")["id"] for i in range(4)]
+    api.client.replace(created[0], title="Heron Watcher renamed", description="")
+    api.client.delete(created[1])
     wait_until(lambda: len(ids_found(api, "heron") or []) == 3, 60, "three live herons")
-    before = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
+    before = sorted((i["id"], i["version"], i["title"]) for i in api.client.search("heron")["items"])
     old_index = next(iter(Elasticsearch(elasticsearch_url).indices.get_alias(name=alias)))
 
     told: list[tuple[int, int]] = []
@@ -177,7 +152,7 @@ def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, 
     assert report.previous == [old_index] and report.index != old_index
     read, total = told[-1]
     assert 7 <= read <= total  # 4 creates, 1 replace, 1 delete + its tombstone, of the log's records
-    after = sorted((i["id"], i["version"], i["title"]) for i in search(api, "heron")["items"])
+    after = sorted((i["id"], i["version"], i["title"]) for i in api.client.search("heron")["items"])
     assert after == before
 
 
@@ -202,20 +177,17 @@ def test_nothing_is_lost_while_the_search_server_is_away(api, indexer_env, elast
         {**indexer_env, "JOBPOST_INDEXER_ELASTICSEARCH_URL": f"http://127.0.0.1:{port}"},
     )
     try:
-        ids = [write(api, "POST", title=f"Lynx Ranger {i}", description="")["id"] for i in range(30)]
+        ids = [api.client.create(title=f"Lynx Ranger {i}", description="")["id"] for i in range(30)]
         for i in ids[:10]:
-            write(api, "PUT", f"/{i}", title=f"Lynx Ranger {i} updated", description="")
+            api.client.replace(i, title=f"Lynx Ranger {i} updated", description="")
         assert ids_found(api, "lynx") == []
 
         def caught_up() -> bool:
-            response = httpx.get(
-                f"{api.url}/postings", params={"q": "lynx", "limit": 100}, headers=api.headers
-            )
             # 503 while the index the indexer just created starts its shard
-            return response.status_code == 200 and len(response.json()["items"]) == 30
+            return len(found(api, "lynx", "id", limit=100) or []) == 30
 
         wait_until(caught_up, 90, "the index to catch up")
-        versions = sorted(item["version"] for item in search(api, "lynx", limit=100)["items"])
+        versions = sorted(item["version"] for item in api.client.search("lynx", limit=100)["items"])
         assert versions == [0] * 20 + [1] * 10
         assert indexer.popen.poll() is None, "the indexer rode out the outage"
     finally:

@@ -20,7 +20,6 @@ from schemas.partitioning import partition_for
 from tests.processes import ApiProcess, read_postings, running_api, versions_of
 
 TOKEN = "test-token"
-POSTING = {"title": "Stream Processing Engineer", "description": "Kafka, Python", "notes": ""}
 
 
 def restored_records(api: ApiProcess) -> float:
@@ -35,44 +34,26 @@ def rebuilds(api: ApiProcess) -> float:
     return sum(float(v) for v in re.findall(r"^jobpost_state_rebuilds_total\{[^}]*\} (\S+)$", text, re.M))
 
 
-def create(api: ApiProcess, title: str = "First", **headers: str) -> str:
-    response = httpx.post(
-        f"{api.url}/postings",
-        json={**POSTING, "title": title},
-        headers={**api.headers, **headers},
-        timeout=15,
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
-def replace(api: ApiProcess, posting_id: str, title: str, **headers: str) -> httpx.Response:
-    body = {**POSTING, "title": title}
-    return httpx.put(
-        f"{api.url}/postings/{posting_id}", json=body, headers={**api.headers, **headers}, timeout=15
-    )
-
-
 def test_a_restart_reads_only_the_changelog_written_since(kafka, topics, elasticsearch_url, tmp_path):
     state = str(tmp_path / "api")
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
-        ids = [create(api) for _ in range(30)]
+        ids = [api.client.create(title="First")["id"] for _ in range(30)]
         for posting_id in ids:
-            assert replace(api, posting_id, "Second").status_code == 200
+            api.client.replace(posting_id, title="Second")
 
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
         assert restored_records(api) == 0  # its store was at the changelog's end
-        assert replace(api, ids[0], "Third").json()["version"] == 2
+        assert api.client.replace(ids[0], title="Third")["version"] == 2
 
     # Someone else (a replica with a store of its own) writes meanwhile.
     with running_api(kafka, TOKEN, elasticsearch_url) as other:
         for posting_id in ids[:5]:
-            assert replace(other, posting_id, "By the other").status_code == 200
+            other.client.replace(posting_id, title="By the other")
 
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=state) as api:
         assert 5 <= restored_records(api) <= 10  # the other's five changes (and little more)
-        assert replace(api, ids[0], "Fourth").json()["version"] == 4
-        assert replace(api, ids[9], "Third").json()["version"] == 2
+        assert api.client.replace(ids[0], title="Fourth")["version"] == 4
+        assert api.client.replace(ids[9], title="Third")["version"] == 2
     assert versions_of(kafka, topics.postings, ids[0]) == [0, 1, 2, 3, 4]
 
 
@@ -80,23 +61,20 @@ def test_an_empty_state_folder_restores_versions_deletes_and_idempotency_keys(
     kafka, topics, elasticsearch_url
 ):
     with running_api(kafka, TOKEN, elasticsearch_url) as api:
-        kept = create(api)
-        assert replace(api, kept, "Retried", **{"Idempotency-Key": "k-1"}).json()["version"] == 1
-        gone = create(api, "Doomed")
-        assert replace(api, gone, "Last words").status_code == 200
+        kept = api.client.create(title="First")["id"]
+        assert api.client.replace(kept, title="Retried", key="k-1")["version"] == 1
+        gone = api.client.create(title="Doomed")["id"]
+        api.client.replace(gone, title="Last words")
 
     with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # a folder of its own, empty
         assert restored_records(fresh) >= 2
-        retry = replace(fresh, kept, "Retried", **{"Idempotency-Key": "k-1"})
-        assert (retry.status_code, retry.json()["version"]) == (200, 1)  # the original answer
-        reused = replace(fresh, kept, "Other body", **{"Idempotency-Key": "k-1"})
-        assert reused.status_code == 422
-        assert replace(fresh, kept, "Next").json()["version"] == 2
+        retry = fresh.client.replace(kept, title="Retried", key="k-1")
+        assert retry["version"] == 1  # the original answer
+        fresh.client.replace(kept, title="Other body", key="k-1", expect=422)
+        assert fresh.client.replace(kept, title="Next")["version"] == 2
 
-        deleted = httpx.delete(f"{fresh.url}/postings/{gone}", headers=fresh.headers, timeout=15)
-        assert deleted.status_code in (200, 204), deleted.text
-        again = httpx.delete(f"{fresh.url}/postings/{gone}", headers=fresh.headers, timeout=15)
-        assert again.status_code == 410
+        fresh.client.delete(gone)
+        fresh.client.delete(gone, expect=410)
 
     records = [(k, v) for k, _, v in read_postings(kafka, topics.postings) if k == gone]
     # The DELETED version carries the newest text though the sequencer's state holds none.
@@ -123,12 +101,12 @@ def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topic
     assert producer.flush(15) == 0
 
     with running_api(kafka, TOKEN, elasticsearch_url) as api:
-        assert replace(api, posting_id, "Title 2").json()["version"] == 2
-        assert httpx.delete(f"{api.url}/postings/{posting_id}", headers=api.headers, timeout=15).is_success
+        assert api.client.replace(posting_id, title="Title 2")["version"] == 2
+        api.client.delete(posting_id)
 
     with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # now from the changelog
         assert restored_records(fresh) >= 1
-        assert replace(fresh, posting_id, "After").status_code == 410
+        fresh.client.replace(posting_id, title="After", expect=410)
     titles = [v.posting.title for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
     assert titles == ["Title 0", "Title 1", "Title 2", "Title 2"]
 
@@ -136,7 +114,7 @@ def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topic
 def test_a_broken_store_is_rebuilt_never_served(kafka, topics, elasticsearch_url, tmp_path):
     state = tmp_path / "api"
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=str(state)) as api:
-        ids = [create(api) for _ in range(12)]
+        ids = [api.client.create(title="First")["id"] for _ in range(12)]
     stores = sorted((state / "sequencer" / topics.sequencer_state).iterdir())
     assert len(stores) == kafka.partitions
 
@@ -154,7 +132,7 @@ def test_a_broken_store_is_rebuilt_never_served(kafka, topics, elasticsearch_url
     with running_api(kafka, TOKEN, elasticsearch_url, JOBPOST_STATE_DIR=str(state)) as api:
         assert rebuilds(api) >= 3
         for posting_id in ids:
-            assert replace(api, posting_id, "Again").json()["version"] == 1
+            assert api.client.replace(posting_id, title="Again")["version"] == 1
     shutil.rmtree(state)
 
 
@@ -177,7 +155,7 @@ def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_
     kafka, topics, elasticsearch_url
 ):
     with running_api(kafka, TOKEN, elasticsearch_url) as api:
-        posting_id = create(api, "Doomed")
+        posting_id = api.client.create(title="Doomed")["id"]
         # Another writer appends to the posting's partition: the sequencer's next offset
         # there is no longer the one it predicts.
         partition = partition_for(posting_id, kafka.partitions)
@@ -190,11 +168,10 @@ def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_
             topics.postings, codec.posting_updates().encode(intruder), "intruder", partition=partition
         )
         assert producer.flush(10) == 0
-        assert replace(api, posting_id, "Last words").status_code == 200
+        api.client.replace(posting_id, title="Last words")
         assert mispredictions(api) >= 1
 
     with running_api(kafka, TOKEN, elasticsearch_url) as fresh:  # restores from the changelog alone
-        deleted = httpx.delete(f"{fresh.url}/postings/{posting_id}", headers=fresh.headers, timeout=15)
-        assert deleted.status_code == 200, deleted.text
+        fresh.client.delete(posting_id)
     records = [v for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
     assert [(v.version, v.op, v.posting.title) for v in records][-1] == (2, Op.DELETED, "Last words")

@@ -7,11 +7,14 @@ import dataclasses
 import pytest
 from confluent_kafka import Message
 
+from producer_api.read.log_view import ViewStatus
+from producer_api.read.progress import Progress, ProgressStatus
 from producer_api.read.views import DeliveriesView, PostingsView
 from producer_api.service import (
     Caller,
     PostingError,
     PostingService,
+    Refusal,
     Unavailable,
     create_id,
     request_fingerprint,
@@ -110,7 +113,8 @@ def test_a_create_sends_one_command_and_answers_with_the_accepted_version():
 def test_a_refusal_is_a_posting_error_naming_the_outcome():
     with pytest.raises(PostingError) as refused:
         asyncio.run(service(FakeCommands(Outcome.GONE, 3, True)).delete(CALLER, "p1", None, 2))
-    assert (refused.value.kind, refused.value.version) == ("GONE", 3)
+    assert (refused.value.kind, refused.value.version) == (Refusal.GONE, 3)
+    assert refused.value.detail == "the posting was deleted"
 
 
 def test_progress_covers_every_destination_with_pending_where_nothing_is_recorded(tmp_path):
@@ -127,15 +131,11 @@ def test_progress_covers_every_destination_with_pending_where_nothing_is_recorde
     view, progress = postings.deliveries("p1")
 
     assert view.version == 2
-    assert list(progress) == ["linkedin", "indeed", "search"]
-    assert progress["search"] == {
-        "delivered_version": 2, "status": "delivered", "attempts": 1,
-        "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
-    }  # fmt: skip
-    assert progress["linkedin"] == {
-        "delivered_version": None, "status": "pending", "attempts": 0,
-        "first_attempt_at": None, "next_attempt_at": None, "last_error": None,
-    }  # fmt: skip
+    assert progress == [
+        Progress(Destination.LINKEDIN, ProgressStatus.PENDING),
+        Progress(Destination.INDEED, ProgressStatus.PENDING),
+        Progress(Destination.SEARCH, ProgressStatus.DELIVERED, delivered_version=2, attempts=1),
+    ]
 
 
 def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
@@ -144,7 +144,7 @@ def test_an_unknown_posting_is_not_found_only_once_its_partition_was_read():
     with pytest.raises(Unavailable):
         asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
 
-    view.ready.set()  # every partition caught up
+    view.status = ViewStatus(following=True)  # as the follower publishes it: every partition caught up
     with pytest.raises(PostingError) as refused:
         asyncio.run(postings.get("p-unknown", strong=False, timeout_s=1))
-    assert refused.value.kind == Outcome.NOT_FOUND
+    assert refused.value.kind == Refusal.NOT_FOUND

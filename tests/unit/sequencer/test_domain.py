@@ -192,54 +192,6 @@ def _update(posting_id, version, op, request_id, at) -> PostingUpdate:
     )
 
 
-def _store_of(*states: PartitionState) -> dict:
-    """The committed records of each posting, as the local store / changelog hold them."""
-    return {pid: s.record(pid) for state in states for pid, s in state.take().items()}
-
-
-def test_a_state_loaded_from_the_changelog_continues_where_it_was():
-    live = PartitionState()
-    live.decide(command("CREATE", "c"), 1)
-    first = live.decide(command("REPLACE", "k", title="A"), 2)
-    store = _store_of(live)
-    store["p1"] = dataclasses.replace(store["p1"], offset=41)  # where Kafka put version 1
-    texts = {("p1", 41, 1): dataclasses.replace(SNAPSHOT, title="A")}  # version 1's text, at 41
-    loaded = PartitionState(store.get, lambda posting_id, offset, version: texts[posting_id, offset, version])
-
-    assert loaded.decide(command("REPLACE", "k", title="A"), 3).result == first.result  # a retry
-    assert loaded.decide(command("REPLACE", "k", title="B"), 3).result.outcome == Outcome.KEY_REUSED
-    deleted = loaded.decide(command("DELETE", "d"), 4)
-    assert [(u.version, u.op, u.posting.title) for u in deleted.updates if u] == [(2, Op.DELETED, "A")]
-
-
-def test_a_decided_version_takes_the_offset_it_is_placed_at():
-    live = PartitionState()
-    live.decide(command("CREATE", "c"), 1)
-    live.placed("p1", 77)
-    assert _store_of(live)["p1"].offset == 77
-
-
-def test_what_a_failed_transaction_decided_leaves_no_trace():
-    live = PartitionState()
-    live.decide(command("CREATE", "c"), 1)
-    store = _store_of(live)
-    state = PartitionState(store.get)
-
-    state.decide(command("REPLACE", "lost", title="never committed"), 2)
-    state.discard()
-
-    again = state.decide(command("REPLACE", "lost", title="never committed"), 3)
-    assert (again.result.version, len(again.updates)) == (1, 1)  # decided anew, not "a retry"
-
-
-def test_keys_past_the_window_are_not_carried_into_the_changelog():
-    state = PartitionState()
-    state.decide(command("CREATE", "old"), 0)
-    state.decide(command("REPLACE", "new", title="x"), IDEMPOTENCY_WINDOW_MS + 1)
-    (record,) = _store_of(state).values()
-    assert [use.key for use in record.keys] == ["new"]
-
-
 def test_a_request_without_an_idempotency_key_leaves_no_key_in_the_state():
     state = PartitionState()
     state.decide(command("CREATE", "k"), 1)

@@ -1,6 +1,8 @@
 """Predicted offsets of a sequencer transaction's new versions, checked against Kafka's."""
 
-from sequencer.placements import Placements
+from schemas import codec
+from schemas.changelog import SequencerState
+from sequencer.placements import Placements, corrected_states, with_corrections
 
 
 class Report:
@@ -69,15 +71,17 @@ def test_partitions_are_predicted_apart_and_a_refusal_is_kept():
 
 
 def test_mispredicted_states_are_rewritten_with_the_acknowledged_offset():
-    from schemas import codec
-    from schemas.changelog import SequencerState
-    from sequencer.placements import corrected_states
-
     def encoded(posting_id: str, offset: int) -> bytes:
         return codec.sequencer_states().encode(SequencerState(posting_id, 1, False, 5, offset))
 
-    changes = {0: [(b"a", encoded("a", 100)), (b"b", encoded("b", 101))]}
+    changes = {0: [(b"a", encoded("a", 100)), (b"b", encoded("b", 101))], 1: [(b"c", encoded("c", 7))]}
     corrected = corrected_states(changes, {"b": 140})
-    assert corrected == {0: [(b"b", encoded("b", 140))]}
-    assert changes[0] == [(b"a", encoded("a", 100)), (b"b", encoded("b", 140))]
+
+    assert corrected == {0: [(b"b", encoded("b", 140))]}  # for the changelog
+    assert changes[0] == [(b"a", encoded("a", 100)), (b"b", encoded("b", 101))]  # left as it was
+    assert with_corrections(changes, corrected) == {  # for the local store
+        0: [(b"a", encoded("a", 100)), (b"b", encoded("b", 140))],
+        1: [(b"c", encoded("c", 7))],
+    }
     assert corrected_states(changes, {}) == {}
+    assert with_corrections(changes, {}) == changes

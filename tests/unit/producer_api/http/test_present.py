@@ -1,0 +1,87 @@
+"""The JSON a client gets for the service's types: the shapes the contract names."""
+
+from fastapi.encoders import jsonable_encoder
+
+from producer_api.http import present
+from producer_api.http.app import _PROBLEM_OF
+from producer_api.http.ops_models import Board
+from producer_api.read import timeline
+from producer_api.read.progress import Progress, ProgressStatus
+from producer_api.read.timeline import VersionLine
+from producer_api.read.views import PostingView
+from producer_api.service import Refusal
+from schemas.deliveries import delivery_event
+from schemas.enums import DeliveryOutcome, Destination, Op, Outcome
+from schemas.model import Posting
+from schemas.topics import BOARDS
+
+
+def test_a_timeline_as_the_playground_reads_it():
+    event = delivery_event(Destination.INDEED, "p", 0, DeliveryOutcome.RETRYING, 2, error="503", at=7,
+                           next_attempt_at=9)  # fmt: skip
+    built = timeline.build("p", 0, False, [VersionLine(0, Op.CREATED, 5, "Engineer")], [event], {})
+
+    answer = jsonable_encoder(present.timeline(built))
+
+    pending = {
+        "version": 0,
+        "state": "pending",
+        "at": None,
+        "attempts": 0,
+        "error": None,
+        "next_attempt_at": None,
+    }
+    assert answer == {
+        "posting_id": "p",
+        "version": 0,
+        "deleted": False,
+        "versions": [{"version": 0, "op": "CREATED", "at": 5, "title": "Engineer"}],
+        "lanes": {
+            "linkedin": {"cells": [pending], "waiting_for": None, "closed": False},
+            "indeed": {
+                "cells": [{**pending, "state": "retrying", "at": 7, "attempts": 2, "error": "503",
+                           "next_attempt_at": 9}],
+                "waiting_for": None,
+                "closed": False,
+            },
+            "search": {"cells": [pending], "waiting_for": None, "closed": False},
+        },
+        "events": [
+            {"posting_id": "p", "version": 0, "destination": "indeed", "attempt": 2, "outcome": "retrying",
+             "error": "503", "next_attempt_at": 9, "at": 7}
+        ],
+    }  # fmt: skip
+
+
+def test_delivery_progress_names_every_destination():
+    view = PostingView("p", 3, False, Posting("T", ""), 1)
+    progress = [
+        Progress(Destination.LINKEDIN, ProgressStatus.RETRYING, 2, 4, 10, 20, "timeout"),
+        Progress(Destination.INDEED, ProgressStatus.DELIVERED, 3, 1),
+        Progress(Destination.SEARCH, ProgressStatus.PENDING),
+    ]
+
+    answer = jsonable_encoder(present.deliveries(view, progress))
+
+    assert answer["posting_id"] == "p" and answer["version"] == 3
+    assert list(answer["destinations"]) == ["linkedin", "indeed", "search"]
+    assert answer["destinations"]["linkedin"] == {
+        "delivered_version": 2, "status": "retrying", "attempts": 4, "first_attempt_at": 10,
+        "next_attempt_at": 20, "last_error": "timeout",
+    }  # fmt: skip
+    assert answer["destinations"]["search"]["status"] == "pending"
+
+
+def test_a_deleted_posting_shows_no_text():
+    answer = jsonable_encoder(present.posting(PostingView("p", 4, True, None, 9)))
+    assert (answer["status"], answer["title"], answer["version"]) == ("deleted", "", 4)
+
+
+def test_every_refusal_has_a_problem_and_the_sequencers_refusals_are_refusals():
+    assert set(_PROBLEM_OF) == set(Refusal)
+    refusing = [o for o in Outcome if o != Outcome.ACCEPTED]
+    assert [Refusal.of(o).value for o in refusing] == [o.value for o in refusing]
+
+
+def test_the_boards_of_the_http_schema_are_the_boards():
+    assert [Destination(b.value) for b in Board] == list(BOARDS)
