@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from jobpost import stack
 from runtime.kafka import KafkaSettings
-from runtime.topics import ensure_topics
+from runtime.topics import delete_topics, ensure_topics
 
 
 def local_kafka(partitions: int = 6) -> KafkaSettings:
@@ -34,11 +34,9 @@ def local_kafka(partitions: int = 6) -> KafkaSettings:
 def delete_prefix(kafka: KafkaSettings, wait_s: float = 60.0) -> None:
     """The run's topics and consumer groups, so the disk does not fill up. A group keeps a
     killed member until its session times out: deleting it is tried again until then."""
+    delete_topics(kafka)
     admin = AdminClient(kafka.client_config())
     prefix = kafka.topic_prefix
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}.")]
-    for future in admin.delete_topics(topics, operation_timeout=30).values() if topics else []:
-        future.result(60)
     deadline = time.monotonic() + wait_s
     while groups := [
         g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(prefix)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from confluent_kafka import KafkaException
 
 from runtime.kafka import KafkaSettings
-from runtime.topics import ensure_topics
+from runtime.topics import delete_topics, ensure_topics
 from schemas.topics import Topics
 from tests import servers
 
@@ -63,11 +64,13 @@ def unique(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-def kafka(kafka_bootstrap: str, unique: str) -> KafkaSettings:
+def kafka(kafka_bootstrap: str, unique: str) -> Iterator[KafkaSettings]:
     """Kafka settings whose topics (all of DESIGN.md's, 3 partitions each) belong to this test."""
     settings = servers.one_broker(kafka_bootstrap, unique, partitions=3)
     ensure_topics(settings)
-    return settings
+    yield settings
+    with contextlib.suppress(KafkaException):  # best effort: the test's verdict stands
+        delete_topics(settings)
 
 
 @pytest.fixture
