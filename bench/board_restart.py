@@ -121,7 +121,13 @@ def rss_mib(field: str) -> float:
 
 def restart(bootstrap: str, prefix: str, state_dir: str, new_posting: str) -> None:
     """In a fresh process: start a runner and wait for the new posting's board call."""
-    kafka = KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=prefix, partitions=PARTITIONS)
+    kafka = KafkaSettings(
+        bootstrap_servers=bootstrap,
+        topic_prefix=prefix,
+        partitions=PARTITIONS,
+        replication_factor=1,
+        min_insync_replicas=1,
+    )
     settings = ConsumerSettings(
         kafka=kafka,
         state=StateSettings(dir=Path(state_dir)),
@@ -168,6 +174,8 @@ def main() -> None:
         bootstrap_servers=os.environ.get("JOBPOST_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
         topic_prefix=f"bench{uuid.uuid4().hex[:8]}",
         partitions=PARTITIONS,
+        replication_factor=1,  # the local broker
+        min_insync_replicas=1,
     )
     ensure_topics(kafka)
     state_dir = Path(tempfile.mkdtemp(prefix="board-restart-"))

@@ -21,6 +21,7 @@ from bench.common import local_kafka, percentiles
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.search_server import ElasticsearchSettings
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.search import SearchDocument
@@ -55,7 +56,9 @@ def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]
         producer.produce(f"{kafka.topic_prefix}.postings", key=update.posting_id, value=value)
         producer.poll(0)
     producer.flush(30)
-    settings = IndexerSettings(kafka=kafka, elasticsearch_url=es_url, alias=f"{kafka.topic_prefix}-postings")
+    settings = IndexerSettings(
+        kafka=kafka, elasticsearch=ElasticsearchSettings(url=es_url), alias=f"{kafka.topic_prefix}-postings"
+    )
     indexer = SearchIndexer(settings)
     thread = threading.Thread(target=indexer.run)
     thread.start()

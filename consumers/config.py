@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -9,6 +11,7 @@ from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.destination.circuit import CircuitSettings
 from consumers.retry import RetrySettings
+from runtime.http import client_tls
 from runtime.kafka import KafkaSettings
 from runtime.stores import StateSettings
 from schemas.model import Destination
@@ -65,6 +68,11 @@ class ConsumerSettings(BaseSettings):
         """The board's consumer group: its dead-letter topic `jobpost.<board>.dlq`, whatever
         `group_id` says."""
         return Component(self.destination.value)
+
+    def board_tls(self) -> ssl.SSLContext:
+        """The TLS the HTTP session to this consumer's board verifies it with."""
+        board = self.linkedin if self.destination == Destination.LINKEDIN else self.indeed
+        return client_tls(board.ca_bundle)
 
     @property
     def group(self) -> str:

@@ -18,6 +18,7 @@ from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
 from consumers.destination.shared import SharedDestination
 from consumers.runner import DeliveryRunner
+from runtime.topics import check_at_start
 from schemas.model import Destination
 
 
@@ -44,11 +45,13 @@ def destination_for(
 def client_session(settings: ConsumerSettings) -> aiohttp.ClientSession:
     """One HTTP client for the board: a connection per call in flight, and a few for the
     token endpoint and the task polls."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=settings.max_in_flight + 4))
+    connector = aiohttp.TCPConnector(limit=settings.max_in_flight + 4, ssl=settings.board_tls())
+    return aiohttp.ClientSession(connector=connector)
 
 
 def run_consumer(destination: str) -> None:
     settings = ConsumerSettings(destination=Destination(destination))
+    check_at_start(settings.kafka)
     try:
         (
             settings.linkedin if settings.destination == Destination.LINKEDIN else settings.indeed

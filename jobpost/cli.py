@@ -8,10 +8,13 @@ import json
 import logging
 import sys
 
+from pydantic import ValidationError
+
 from jobpost import stack
+from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
 from runtime.schema_registry import SchemaRegistryError
-from runtime.topics import TopicMismatchError, ensure_topics
+from runtime.topics import ensure_topics
 from schemas.topics import BOARDS, Topics
 
 
@@ -63,12 +66,7 @@ def _version() -> str:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    settings = KafkaSettings()
-    try:
-        created = ensure_topics(settings)
-    except TopicMismatchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    created = ensure_topics(KafkaSettings())
     print("created: " + (", ".join(created) if created else "nothing (all topics exist and match)"))
     return 0
 
@@ -236,6 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except SchemaRegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StartRefused as exc:  # a component's start check, or `jobpost topics`
+        print("\n".join(f"error: {problem}" for problem in exc.problems), file=sys.stderr, flush=True)
+        return 2
+    except ValidationError as exc:  # settings from the environment (inputs never quoted: secrets)
+        for error in exc.errors(include_input=False):
+            where = ".".join(str(part) for part in error["loc"]) or exc.title
+            print(f"error: setting {where}: {error['msg']}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -30,11 +30,8 @@ def free_port() -> int:
 
 
 def kafka_env(kafka: KafkaSettings) -> dict[str, str]:
-    return {
-        "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
-        "JOBPOST_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
-        "JOBPOST_KAFKA_PARTITIONS": str(kafka.partitions),
-    }
+    """Every Kafka setting a child needs to reach the same Kafka and topics (security included)."""
+    return kafka.environment()
 
 
 def component_pids(command: str, topic_prefix: str) -> list[int]:

@@ -3,8 +3,9 @@
 JOBPOST_RUN_REPLICAS=n runs n of each component but the sandbox: API replicas on api_port,
 api_port+1, ...; replica r of LinkedIn, Indeed and the indexer serves metrics on
 metrics_port_base + 3(r-1) + 0, 1, 2. With one replica the names are api, linkedin, indeed,
-indexer; with more, api-1, api-2, linkedin-1 ... With JOBPOST_STACK_BROKERS=3 the topics
-and the components get replication factor 3 and min.insync.replicas 2 unless set.
+indexer; with more, api-1, api-2, linkedin-1 ... The topics and the components get the
+stack's replication unless set: factor 1 and min.insync.replicas 1 on one broker, 3 and 2
+with JOBPOST_STACK_BROKERS=3.
 
 A component that exits is restarted with backoff (1 s doubling to 30 s, reset after a
 minute of healthy running). SIGINT or SIGTERM stops the components in reverse order, then
@@ -188,12 +189,16 @@ KAFKA_VARIABLES = {
 
 
 def kafka_env(stack_settings: stack.StackSettings, environ: Mapping[str, str]) -> dict[str, str]:
-    """The stack's Kafka for the components and the topics: its bootstrap servers and, with
-    three brokers, replication factor 3 and min.insync.replicas 2; what `environ` sets wins."""
+    """The stack's Kafka for the components and the topics: its bootstrap servers, and the
+    replication its brokers allow (one broker: replication factor 1, min.insync.replicas 1;
+    three: 3 and 2). What `environ` sets wins; a Kafka of the caller's (another bootstrap)
+    gets no replication from the stack: the caller's, or KafkaSettings' defaults (3 and 2)."""
+    bootstrap = environ.get("JOBPOST_KAFKA_BOOTSTRAP_SERVERS", stack_settings.kafka_bootstrap)
     defaults = {"JOBPOST_KAFKA_BOOTSTRAP_SERVERS": stack_settings.kafka_bootstrap}
-    if stack_settings.brokers > 1:
+    if bootstrap == stack_settings.kafka_bootstrap:
+        replicated = stack_settings.brokers > 1
         defaults["JOBPOST_KAFKA_REPLICATION_FACTOR"] = str(stack_settings.brokers)
-        defaults["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] = "2"
+        defaults["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] = "2" if replicated else "1"
     return {name: value for name, value in defaults.items() if name not in environ}
 
 

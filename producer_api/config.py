@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producer_api.oidc import OidcSettings
 from runtime.kafka import KafkaSettings
+from runtime.search_server import ElasticsearchSettings, settings_of
 from runtime.stores import StateSettings
 from schemas.enums import Destination
 from schemas.topics import Component, Topics
@@ -65,7 +66,8 @@ class ApiSettings(BaseSettings):
     title_max_chars: int = Field(default=200, ge=1, le=200)
     description_max_chars: int = Field(default=25_000, ge=0, le=25_000)
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)
-    elasticsearch_url: str = "http://127.0.0.1:9200"
+    # JOBPOST_API_ELASTICSEARCH_URL, _API_KEY, _USERNAME, _PASSWORD, _CA_BUNDLE
+    elasticsearch: ElasticsearchSettings = Field(default_factory=lambda: settings_of("api"))
     search_alias: str = "job-postings"
     sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
     snapshot_peers: str = Field(

@@ -12,6 +12,7 @@ from producer_api.credentials import CredentialsError
 from producer_api.http.app import create_app
 from producer_api.http.identity import Identity
 from producer_api.http.ports import bound
+from runtime.topics import check_at_start
 from sequencer.config import SequencerSettings
 
 
@@ -23,6 +24,7 @@ def run_api() -> None:
         print("error: no credentials: set JOBPOST_API_TOKENS (development tokens), "
               "JOBPOST_API_CREDENTIALS_FILE or JOBPOST_API_OIDC_JWKS_URL", file=sys.stderr)  # fmt: skip
         raise SystemExit(2)
+    check_at_start(settings.kafka)
     try:
         identity = Identity.of(settings)
     except (CredentialsError, ValueError) as exc:

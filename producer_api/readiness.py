@@ -18,13 +18,13 @@ import asyncio
 import logging
 import time
 
-import httpx
 from confluent_kafka.admin import AdminClient
 from prometheus_client import Gauge
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
 from producer_api.read.log_view import LogView, ViewStatus
+from producer_api.read.search import TitleSearch
 from schemas.topics import Topics
 from sequencer.member import Sequencer
 
@@ -43,18 +43,22 @@ class Readiness:
         commands: CommandClient,
         views: list[LogView],
         sequencer: Sequencer | None,
+        search: TitleSearch,
     ) -> None:
         self.settings = settings
         self.commands = commands
         self.views = views
         self.sequencer = sequencer
+        self.search = search
         self._admin = AdminClient(settings.kafka.client_config())
         self._cached: tuple[float, Checks] | None = None
 
     async def check(self) -> Checks:
         if self._cached and time.monotonic() - self._cached[0] < 1.0:
             return self._cached[1]
-        group, search = await asyncio.gather(asyncio.to_thread(self._group_covers_commands), self._search())
+        group, search = await asyncio.gather(
+            asyncio.to_thread(self._group_covers_commands), self.search.health()
+        )
         checks: Checks = {
             "kafka": self._kafka(),
             "sequencer": self._own_member() or group,
@@ -99,16 +103,6 @@ class Readiness:
         }
         orphans = sorted(set(metadata.partitions) - owned)
         return f"no sequencer member owns partitions {orphans}" if orphans else None
-
-    async def _search(self) -> str | None:
-        try:
-            async with httpx.AsyncClient(timeout=2) as client:
-                health = await client.get(f"{self.settings.elasticsearch_url}/_cluster/health")
-        except httpx.HTTPError as exc:
-            log.warning("readiness: the search server does not answer: %r", exc)
-            return f"the search server does not answer ({type(exc).__name__})"
-        status = health.json().get("status") if health.status_code == 200 else None
-        return None if status in ("green", "yellow") else f"the search server's health is {status}"
 
 
 def _catching_up(topic: str, status: ViewStatus) -> str:

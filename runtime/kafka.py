@@ -9,28 +9,79 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Gauge
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runtime import kafka_properties
 
 
 class KafkaSettings(BaseSettings):
-    """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`)."""
+    """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`).
 
-    model_config = SettingsConfigDict(env_prefix="JOBPOST_KAFKA_")
+    Any librdkafka property passes through, from `JOBPOST_KAFKA_CONFIG__<PROPERTY>`
+    variables or the properties file `JOBPOST_KAFKA_CONFIG_FILE` (the variables win); see
+    `runtime.kafka_properties` for how a name is written. Every client of every component
+    (producers, consumers, admin clients) is made from `client_config()`, so all get them.
+    Passwords, secrets and private keys are SecretStr: never in a repr, a log or an error.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="JOBPOST_KAFKA_",
+        env_nested_delimiter="__",
+        env_nested_max_split=1,  # CONFIG__LOG__LEVEL is {"log__level": ...}, not nested twice
+        hide_input_in_errors=True,  # a refused setting's error never quotes a password
+    )
 
     bootstrap_servers: str = "127.0.0.1:9092"
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    config_file: Path | None = Field(
+        default=None, description="librdkafka properties, Java .properties format"
+    )
+    config: dict[str, SecretStr | str] = Field(
+        default_factory=dict, description="librdkafka properties by name (JOBPOST_KAFKA_CONFIG__<NAME>)"
+    )
     topic_prefix: str = Field(default="jobpost", description="topics are <prefix>.postings etc.")
     partitions: int = Field(default=6, ge=1)
-    replication_factor: int = Field(default=1, ge=1)
-    min_insync_replicas: int = Field(default=1, ge=1)
+    # A cluster's numbers; the local stack (make run, the tests, compose) sets 1 and 1.
+    replication_factor: int = Field(default=3, ge=1)
+    min_insync_replicas: int = Field(default=2, ge=1)
+    start_timeout_s: float = Field(default=30.0, gt=0, description="the connection check at start")
+
+    @model_validator(mode="after")
+    def _pass_through(self) -> KafkaSettings:
+        given = kafka_properties.read_properties(self.config_file) if self.config_file else {}
+        properties = kafka_properties.normalized({**given, **self.config})
+        refused = [
+            f"{name} is not a setting to pass through: {why}"
+            for name, why in kafka_properties.OWNED.items()
+            if name in properties
+        ]
+        if refused:
+            raise ValueError("; ".join(refused))
+        for name, field in kafka_properties.ALIASES.items():
+            if name not in properties:
+                continue
+            value = properties.pop(name)
+            current = getattr(self, field)
+            current = current.get_secret_value() if isinstance(current, SecretStr) else current
+            if field in self.model_fields_set and current != kafka_properties.plain(value):
+                raise ValueError(f"{name} is set twice, differently: as a property and as {field}")
+            setattr(self, field, value if field == "sasl_password" else kafka_properties.plain(value))
+        self.config = properties
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas {self.min_insync_replicas} exceeds replication_factor"
+                f" {self.replication_factor}: every write would be refused"
+            )
+        return self
 
     def client_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {
@@ -42,9 +93,35 @@ class KafkaSettings(BaseSettings):
         }
         if self.sasl_mechanism:
             config["sasl.mechanism"] = self.sasl_mechanism
-            config["sasl.username"] = self.sasl_username or ""
-            config["sasl.password"] = self.sasl_password.get_secret_value() if self.sasl_password else ""
+        if self.sasl_username is not None:
+            config["sasl.username"] = self.sasl_username
+        if self.sasl_password is not None:
+            config["sasl.password"] = self.sasl_password.get_secret_value()
+        config.update({name: kafka_properties.plain(value) for name, value in self.config.items()})
         return config
+
+    def environment(self) -> dict[str, str]:
+        """These settings as the variables a child process reads them from (secrets included:
+        a child needs them)."""
+        env = {
+            "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": self.bootstrap_servers,
+            "JOBPOST_KAFKA_SECURITY_PROTOCOL": self.security_protocol,
+            "JOBPOST_KAFKA_TOPIC_PREFIX": self.topic_prefix,
+            "JOBPOST_KAFKA_PARTITIONS": str(self.partitions),
+            "JOBPOST_KAFKA_REPLICATION_FACTOR": str(self.replication_factor),
+            "JOBPOST_KAFKA_MIN_INSYNC_REPLICAS": str(self.min_insync_replicas),
+            "JOBPOST_KAFKA_START_TIMEOUT_S": str(self.start_timeout_s),
+        }
+        for field, variable in (("sasl_mechanism", "SASL_MECHANISM"), ("sasl_username", "SASL_USERNAME")):
+            if getattr(self, field):
+                env[f"JOBPOST_KAFKA_{variable}"] = getattr(self, field)
+        if self.sasl_password:
+            env["JOBPOST_KAFKA_SASL_PASSWORD"] = self.sasl_password.get_secret_value()
+        for name, value in self.config.items():
+            env[f"JOBPOST_KAFKA_CONFIG__{kafka_properties.environment_key(name)}"] = kafka_properties.plain(
+                value
+            )
+        return env
 
     def producer_config(self, **overrides: Any) -> dict[str, Any]:
         return {

@@ -1,68 +1,154 @@
-"""Creating the topics of `schemas.topics` idempotently, and checking existing ones."""
+"""Creating the topics of `schemas.topics` idempotently, and checking them against what the
+design needs: partitions (commands and postings co-partition), cleanup policy, replication
+factor and `min.insync.replicas` (from the settings), and the retention settings the specs
+fix as floors — `min.compaction.lag.ms` and `delete.retention.ms` of the compacted topics
+(a consumer, or a local store, up to 7 days behind still sees every version and every
+delete) and `retention.ms` of the others."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from runtime.connection import StartRefused, connected_admin
 from runtime.kafka import KafkaSettings
 from schemas.topics import Topics, TopicSpec
 
+# Settings of a spec that are floors: a larger value keeps more, which the design allows.
+FLOORS = ("retention.ms", "min.compaction.lag.ms", "delete.retention.ms")
 
-class TopicMismatchError(RuntimeError):
-    """An existing topic has settings that would break ordering or retention guarantees."""
+
+class TopicMismatchError(StartRefused):
+    """Topics missing, or with settings that would break ordering, durability or retention."""
 
 
 def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout: float = 30.0) -> list[str]:
     """Create missing topics; check existing ones. Returns the names created.
 
-    Raises TopicMismatchError when an existing topic has another partition count (which
-    would break co-partitioning of commands and postings) or another cleanup policy.
+    Raises StartRefused when Kafka cannot be reached with these settings, TopicMismatchError
+    (one problem per line) when an existing topic does not match (see `topic_problems`).
     """
     topics = topics or Topics(settings.topic_prefix)
-    admin = AdminClient(settings.client_config())
+    admin = connected_admin(settings)
     specs = topics.specs(settings.partitions, settings.min_insync_replicas)
     existing = admin.list_topics(timeout=timeout).topics
     missing = [s for s in specs if s.name not in existing]
-    _check_existing(admin, [s for s in specs if s.name in existing], existing)
     _align(admin, [s for s in specs if s.name in existing and s.aligned], timeout)
+    _check(admin, settings, [s for s in specs if s.name in existing], existing)
     if missing:
         futures = admin.create_topics(
             [NewTopic(s.name, s.partitions, settings.replication_factor, config=s.config) for s in missing],
             operation_timeout=timeout,
         )
+        refused = []
         for name, future in futures.items():
             try:
                 future.result(timeout)
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
-                    raise
+                    # e.g. a replication factor above the number of brokers
+                    refused.append(f"{name} cannot be created: {exc.args[0].str()}")
+                    continue
                 # Created by a concurrent caller a moment ago: it must still be right, once
                 # the broker knows it (until then it answers "unknown topic").
                 again = _settled_metadata(admin, name, timeout)
-                _check_existing(admin, [s for s in missing if s.name == name], again)
+                _check(admin, settings, [s for s in missing if s.name == name], again)
+        if refused:
+            raise TopicMismatchError(refused)
     return [s.name for s in missing]
 
 
-def _check_existing(admin: AdminClient, specs: list[TopicSpec], existing: dict) -> None:  # type: ignore[type-arg]
+def check_at_start(settings: KafkaSettings, topics: Topics | None = None) -> None:
+    """What every component checks before it starts: Kafka answers with these settings and
+    every topic exists and matches. Raises StartRefused (exit 2 from the command line)."""
+    admin = connected_admin(settings)
+    topics = topics or Topics(settings.topic_prefix)
+    specs = topics.specs(settings.partitions, settings.min_insync_replicas)
+    existing = admin.list_topics(timeout=settings.start_timeout_s).topics
+    missing = [
+        f"{s.name} does not exist (`jobpost topics` creates every topic)"
+        for s in specs
+        if s.name not in existing
+    ]
+    try:
+        _check(admin, settings, [s for s in specs if s.name in existing], existing)
+    except TopicMismatchError as exc:
+        missing += exc.problems
+    if missing:
+        raise TopicMismatchError(missing)
+
+
+def topic_problems(
+    spec: TopicSpec, partitions: int, replicas: int, config: Mapping[str, str], settings: KafkaSettings
+) -> list[str]:
+    """What is wrong with one existing topic, one line each; empty when it matches."""
+    name, problems = spec.name, []
+    if partitions != spec.partitions:
+        problems.append(f"{name} has {partitions} partitions, expected {spec.partitions}")
+    policy = config.get("cleanup.policy")
+    if policy != spec.cleanup_policy:
+        problems.append(f"{name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
+    if replicas < settings.replication_factor:
+        problems.append(
+            f"{name} has replication factor {replicas}, expected at least {settings.replication_factor}"
+            " (JOBPOST_KAFKA_REPLICATION_FACTOR)"
+        )
+    isr = _number(config.get("min.insync.replicas"))
+    if isr is None or isr < settings.min_insync_replicas:
+        problems.append(
+            f"{name} has min.insync.replicas={config.get('min.insync.replicas')}, expected at least"
+            f" {settings.min_insync_replicas} (JOBPOST_KAFKA_MIN_INSYNC_REPLICAS)"
+        )
+    elif isr > replicas:
+        problems.append(
+            f"{name} has min.insync.replicas={isr} above its {replicas} replicas: every write fails"
+        )
+    for key in FLOORS:
+        if key not in spec.config:
+            continue
+        floor, value = int(spec.config[key]), _number(config.get(key))
+        forever = key == "retention.ms" and value == -1
+        if not forever and (value is None or value < floor):
+            problems.append(f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
+                            f"{_as_days(floor)}")  # fmt: skip
+    return problems
+
+
+def _check(admin: AdminClient, settings: KafkaSettings, specs: list[TopicSpec], existing: dict) -> None:  # type: ignore[type-arg]
+    if not specs:
+        return
+    configs = _configs(admin, [s.name for s in specs])
     problems = []
     for spec in specs:
-        partitions = len(existing[spec.name].partitions)
-        if partitions != spec.partitions:
-            problems.append(f"{spec.name} has {partitions} partitions, expected {spec.partitions}")
-    if specs:
-        by_name = {s.name: s for s in specs}
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs]
-        for resource, future in admin.describe_configs(resources).items():
-            spec = by_name[resource.name]
-            policy = _cleanup_policy(admin, resource, future)
-            if policy != spec.cleanup_policy:
-                problems.append(f"{spec.name} has cleanup.policy={policy}, expected {spec.cleanup_policy}")
+        partitions = existing[spec.name].partitions
+        replicas = min((len(p.replicas) for p in partitions.values()), default=0)
+        problems += topic_problems(spec, len(partitions), replicas, configs[spec.name], settings)
     if problems:
-        raise TopicMismatchError("; ".join(problems))
+        raise TopicMismatchError(problems)
+
+
+def _configs(admin: AdminClient, names: list[str], wait_s: float = 15.0) -> dict[str, dict[str, str]]:
+    """Each topic's effective settings (its own, else the broker's defaults), asked again
+    while the broker still calls a topic created a moment ago unknown."""
+    found: dict[str, dict[str, str]] = {}
+    deadline = time.monotonic() + wait_s
+    pending = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
+    while pending:
+        retry = []
+        for resource, future in admin.describe_configs(pending).items():
+            try:
+                found[resource.name] = {k: str(v.value) for k, v in future.result().items()}
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                    raise
+                retry.append(resource)
+        if retry:
+            time.sleep(0.2)
+        pending = retry
+    return found
 
 
 def _align(admin: AdminClient, specs: list[TopicSpec], timeout: float) -> None:
@@ -97,18 +183,20 @@ def _settled_metadata(admin: AdminClient, name: str, timeout: float) -> dict:  #
         time.sleep(0.2)
 
 
-def _cleanup_policy(admin: AdminClient, resource: ConfigResource, future: Any, wait_s: float = 15.0) -> str:
-    """The topic's cleanup.policy, asked again while the broker still calls a topic created a
-    moment ago unknown."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return str(future.result()["cleanup.policy"].value)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
-        future = admin.describe_configs([resource])[resource]
+def _number(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _as_days(ms: int | None) -> str:
+    if ms is None or ms <= 0:
+        return ""
+    days, hours = ms / 86_400_000, ms / 3_600_000
+    if days >= 1:
+        return f" ({days:g} day{'s' if days != 1 else ''})"
+    return f" ({hours:g} hour{'s' if hours != 1 else ''})"
 
 
 def delete_topics(settings: KafkaSettings, timeout: float = 60.0) -> list[str]:

@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime.kafka import KafkaSettings
+from runtime.search_server import ElasticsearchSettings, settings_of
 from schemas.topics import Component, Topics
 
 
@@ -15,7 +16,8 @@ class IndexerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JOBPOST_INDEXER_")
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    elasticsearch_url: str = "http://127.0.0.1:9200"
+    # JOBPOST_INDEXER_ELASTICSEARCH_URL, _API_KEY, _USERNAME, _PASSWORD, _CA_BUNDLE
+    elasticsearch: ElasticsearchSettings = Field(default_factory=lambda: settings_of("indexer"))
     group_id: str | None = Field(default=None, description="default: <topic prefix>-search-indexer")
     alias: str = Field(default="job-postings", description="searches and writes go through this alias")
     index_description: bool = Field(default=False, description="make description full-text searchable")

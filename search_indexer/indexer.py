@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import ApiError
 from elasticsearch import ConnectionError as EsConnectionError
 from prometheus_client import Counter, Histogram
 from tenacity import Retrying, retry_if_exception, wait_exponential
@@ -54,7 +54,7 @@ class SearchIndexer:
     def __init__(self, settings: IndexerSettings) -> None:
         self.settings = settings
         self.topics = Topics(settings.kafka.topic_prefix)
-        self.es = Elasticsearch(settings.elasticsearch_url, max_retries=0, request_timeout=30)
+        self.es = settings.elasticsearch.client(max_retries=0, request_timeout=30)
         self._stop = threading.Event()
         self._producer: Producer | None = None
 

@@ -6,6 +6,7 @@ import signal
 
 from prometheus_client import start_http_server
 
+from runtime.topics import check_at_start
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import SearchIndexer
 from search_indexer.reindex import reindex
@@ -13,6 +14,7 @@ from search_indexer.reindex import reindex
 
 def run_indexer() -> None:
     settings = IndexerSettings()
+    check_at_start(settings.kafka)
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.metrics_host)
     indexer = SearchIndexer(settings)
@@ -25,6 +27,8 @@ def run_reindex() -> None:
     def progress(read: int, total: int) -> None:
         print(f"read {read:,} of about {total:,} records", flush=True)
 
-    report = reindex(IndexerSettings(), progress)
+    settings = IndexerSettings()
+    check_at_start(settings.kafka)
+    report = reindex(settings, progress)
     previous = ", ".join(report.previous) or "none"
     print(f"alias now points to {report.index} ({report.documents} documents); previous: {previous}")

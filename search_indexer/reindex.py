@@ -83,7 +83,7 @@ class _BulkLoader:
 
 def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: None) -> ReindexReport:
     """Build a fresh index; `progress(read, total)` is told every 10,000 records read."""
-    es = Elasticsearch(settings.elasticsearch_url, request_timeout=60)
+    es = settings.elasticsearch.client(request_timeout=60)
     topic = Topics(settings.kafka.topic_prefix).postings
     index.ensure_index(es, settings.alias, settings.index_description, settings.replicas)
     target = index.new_index_name(settings.alias)

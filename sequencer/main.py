@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 import signal
 
+from runtime.topics import check_at_start
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer
 
 
 def run_sequencer() -> None:
-    sequencer = Sequencer(SequencerSettings())
+    settings = SequencerSettings()
+    check_at_start(settings.kafka)
+    sequencer = Sequencer(settings)
 
     def _stop(_signum: int, _frame: object) -> None:
         sequencer.stop()

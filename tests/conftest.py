@@ -72,7 +72,7 @@ def unique(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture
 def kafka(kafka_bootstrap: str, unique: str) -> Iterator[KafkaSettings]:
     """Kafka settings whose topics (all of DESIGN.md's, 3 partitions each) belong to this test."""
-    settings = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=unique, partitions=3)
+    settings = servers.one_broker(kafka_bootstrap, unique, partitions=3)
     ensure_topics(settings)
     yield settings
     with contextlib.suppress(KafkaException):  # best effort: the test's verdict stands

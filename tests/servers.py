@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from jobpost import stack
+from runtime.kafka import KafkaSettings
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
@@ -31,6 +32,18 @@ KAFKA_IMAGE = "apache/kafka:4.1.0"
 ELASTICSEARCH_IMAGE = "docker.elastic.co/elasticsearch/elasticsearch:8.19.0"
 
 Source = Literal["env", "docker", "local"]
+
+
+def one_broker(bootstrap: str, prefix: str, partitions: int) -> KafkaSettings:
+    """Kafka settings for the tests' Kafka, one broker whichever it is: replication factor 1
+    and min.insync.replicas 1, said explicitly (the defaults are a cluster's, 3 and 2)."""
+    return KafkaSettings(
+        bootstrap_servers=bootstrap,
+        topic_prefix=prefix,
+        partitions=partitions,
+        replication_factor=1,
+        min_insync_replicas=1,
+    )
 
 
 def choose(env: Mapping[str, str], variable: str, docker_answers: Callable[[], bool]) -> Source:

@@ -35,6 +35,9 @@ class BoardSettings(BaseModel):
     scope: str | None = Field(default=None, description="asked for with the token, if the board wants one")
     access_token: SecretStr | None = Field(default=None, description="a static token instead of OAuth")
     timeout_s: float = Field(default=5.0, gt=0)
+    ca_bundle: Path | None = Field(
+        default=None, description="trust only these CAs for https (a PEM file; runtime.http.client_tls)"
+    )
     employers_file: Path | None = Field(default=None, description="default: the sandbox's employer `default`")
     sandbox_hosts: list[str] = Field(
         default_factory=lambda: list(LOOPBACK), description="hosts that are sandboxes, not real boards"

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from jobpost.stack.process import Progress, Server, megabytes, quiet
 from jobpost.stack.settings import POMS, StackError, StackSettings, java_home, mvn
+from jobpost.stack.tls import CertificateAuthority
+
+SCRAM = "SCRAM-SHA-512"
 
 
 class KafkaServer(Server):
@@ -19,6 +22,14 @@ class KafkaServer(Server):
     With one broker it is "kafka", node 1, on kafka_port / kafka_controller_port; with
     three it is "kafka-<node id>", one of the static quorum (see StackSettings.kafka_ports).
     Each node has its own folder (data, server.properties), log file and pid file.
+
+    With `kafka_sasl_ssl_port` the node also listens with SASL_SSL (SCRAM-SHA-512) there,
+    its certificate signed by the CA in `settings.tls_dir` (one is made when missing), its
+    users written when the storage is formatted (`kafka-storage format --add-scram`) or, for
+    a storage formatted before, by `kafka-configs` once it answers. PLAINTEXT stays for the
+    broker itself and the stack's readiness probe; a client that bootstraps from the
+    SASL_SSL port is told only SASL_SSL addresses (Kafka answers metadata with the
+    addresses of the listener asked), so all its traffic goes through TLS.
     """
 
     version = "4.1.0"
@@ -28,10 +39,16 @@ class KafkaServer(Server):
         super().__init__("kafka" if settings.brokers == 1 else f"kafka-{node_id}", settings)
         self.node_id = node_id
         self.client_port, self.controller_port = settings.kafka_ports()[node_id - 1]
+        self._users_pending = False  # SCRAM users to add once a storage formatted before answers
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def sasl_ssl_address(self) -> str | None:
+        port = self.settings.kafka_sasl_ssl_port
+        return f"127.0.0.1:{port}" if port else None
 
     @property
     def jars(self) -> Path:
@@ -61,7 +78,7 @@ class KafkaServer(Server):
         return self.jars
 
     def addresses(self) -> list[str]:
-        return [self.address]
+        return [self.address, *([self.sasl_ssl_address] if self.sasl_ssl_address else [])]
 
     @property
     def config_file(self) -> Path:
@@ -73,12 +90,43 @@ class KafkaServer(Server):
 
     def prepare(self) -> None:
         self.write_config()
+        self._users_pending = bool(self.settings.kafka_scram_users) and self.formatted()
         if not self.formatted():
             self.format_storage(self.cluster_id())
+
+    def start(self, progress: Progress = quiet) -> bool:
+        started = super().start(progress)
+        if started and self._users_pending:
+            self.add_scram_users()
+        return started
+
+    def keystore(self) -> tuple[Path, str]:
+        """The SASL_SSL listener's PKCS#12 keystore and its password, issued by the CA in the
+        stack's TLS folder (made there first when the folder has none)."""
+        folder = self.settings.tls_dir
+        keystore, password = folder / "kafka.p12", folder / "kafka.password"
+        if keystore.exists() and password.exists():
+            return keystore, password.read_text().strip()
+        authority = CertificateAuthority(folder)
+        if not authority.certificate.exists():
+            authority = CertificateAuthority.create(folder)
+        return authority.issue_keystore("kafka", ["localhost", "127.0.0.1"])
+
+    def add_scram_users(self) -> None:
+        """Write the SCRAM users into a storage formatted without them (Kafka's kafka-configs)."""
+        for name, password in self.settings.kafka_scram_users.items():
+            result = self.tool(
+                "kafka.admin.ConfigCommand", "--bootstrap-server", self.address, "--alter",
+                "--add-config", f"{SCRAM}=[password={password.get_secret_value()}]",
+                "--entity-type", "users", "--entity-name", name,
+            )  # fmt: skip
+            if result.returncode != 0:
+                raise StackError(f"adding the SCRAM user {name} failed:\n{result.stdout}{result.stderr}")
 
     def write_config(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties(self.data).items()))
+        self.config_file.chmod(0o600)  # it may hold the keystore's password
 
     def properties(self, data: Path) -> dict[str, str]:
         s = self.settings
@@ -114,10 +162,29 @@ class KafkaServer(Server):
             # Lets the integration tests see compaction happen in seconds, not hours.
             "log.cleaner.backoff.ms": "1000",
         }
-        if s.brokers > 1:
-            properties["default.replication.factor"] = str(replicas)
-            properties["min.insync.replicas"] = str(isr)
+        # What a topic created without them gets; jobpost's own topics say theirs.
+        properties["default.replication.factor"] = str(replicas)
+        properties["min.insync.replicas"] = str(isr)
+        if self.sasl_ssl_address:
+            properties.update(self._sasl_ssl_properties())
         return properties
+
+    def _sasl_ssl_properties(self) -> dict[str, str]:
+        keystore, password = self.keystore()
+        listener = "listener.name.sasl_ssl"
+        return {
+            "listeners": f"PLAINTEXT://{self.address},SASL_SSL://{self.sasl_ssl_address},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.address},SASL_SSL://{self.sasl_ssl_address}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+            f"{listener}.sasl.enabled.mechanisms": SCRAM,
+            f"{listener}.{SCRAM.lower()}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
+            f"{listener}.ssl.keystore.type": "PKCS12",
+            f"{listener}.ssl.keystore.location": str(keystore),
+            f"{listener}.ssl.keystore.password": password,
+        }
 
     def formatted(self) -> bool:
         return (self.data / "meta.properties").exists()
@@ -139,6 +206,10 @@ class KafkaServer(Server):
         return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
 
     def format_command(self, cluster_id: str) -> list[str]:
+        users = [
+            ("--add-scram", f"{SCRAM}=[name={name},password={password.get_secret_value()}]")
+            for name, password in self.settings.kafka_scram_users.items()
+        ]
         return [
             *self._java(),
             "kafka.tools.StorageTool",
@@ -147,6 +218,7 @@ class KafkaServer(Server):
             cluster_id,
             "-c",
             str(self.config_file),
+            *(part for user in users for part in user),
         ]
 
     def format_storage(self, cluster_id: str | None = None) -> None:

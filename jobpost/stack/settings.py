@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -38,6 +39,11 @@ class StackSettings(BaseSettings):
     registry_port: int = 8081  # its management interface (health, metrics) on the next one
     registry_heap: str = "256m"
     registry_java_home: Path | None = None  # a JDK >= 21; found by itself when unset
+    # A SASL_SSL listener (SCRAM-SHA-512) beside PLAINTEXT, on one broker: its port, its users
+    # (JSON {"name": "password"}), and where its CA and keystore are (made there if missing).
+    kafka_sasl_ssl_port: int | None = None
+    kafka_scram_users: dict[str, SecretStr] = Field(default_factory=dict)
+    kafka_tls_dir: Path | None = None  # default <dir>/tls
 
     @field_validator("brokers")
     @classmethod
@@ -45,6 +51,25 @@ class StackSettings(BaseSettings):
         if brokers not in (1, 3):
             raise ValueError("JOBPOST_STACK_BROKERS must be 1 or 3")
         return brokers
+
+    @model_validator(mode="after")
+    def _secured_listener(self) -> StackSettings:
+        if self.kafka_sasl_ssl_port is None:
+            return self
+        if self.brokers != 1:
+            raise ValueError("JOBPOST_STACK_KAFKA_SASL_SSL_PORT is for one broker only")
+        if not self.kafka_scram_users:
+            raise ValueError("JOBPOST_STACK_KAFKA_SASL_SSL_PORT needs JOBPOST_STACK_KAFKA_SCRAM_USERS")
+        # Kafka's tools read a credential as SCRAM-SHA-512=[name=...,password=...].
+        plain = re.compile(r"[A-Za-z0-9._~-]+")
+        for name, password in self.kafka_scram_users.items():
+            if not (plain.fullmatch(name) and plain.fullmatch(password.get_secret_value())):
+                raise ValueError("SCRAM user names and passwords: letters, digits and . _ ~ - only")
+        return self
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.kafka_tls_dir or self.dir / "tls"
 
     def kafka_ports(self) -> list[tuple[int, int]]:
         """(client port, controller port) of each node, node 1 first.

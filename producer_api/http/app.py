@@ -92,12 +92,12 @@ def create_app(
         audit = app.state.audit = Audit(settings.kafka)
         searches = Bulkhead("searches", settings.searches_max, settings.strong_read_timeout_s)
         strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
-        search = TitleSearch(settings.elasticsearch_url, settings.search_alias, searches)
+        search = TitleSearch(settings.elasticsearch, settings.search_alias, searches)
         app.state.service = PostingService(
             commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
         )
         app.state.operations = Operations(settings, deliveries, view, letters)
-        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer)
+        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
         try:
             yield
         finally:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 from typing import Any
 
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import ApiError, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 
 from producer_api.bulkhead import Bulkhead
+from runtime.search_server import ElasticsearchSettings
 from schemas.model import DEFAULT_EMPLOYER
 from schemas.search import SearchDocument
+
+log = logging.getLogger(__name__)
 
 
 class BadCursor(ValueError):
@@ -24,11 +28,22 @@ class SearchUnavailable(Exception):
 
 
 class TitleSearch:
-    def __init__(self, url: str, alias: str, bulkhead: Bulkhead | None = None) -> None:
+    def __init__(self, settings: ElasticsearchSettings, alias: str, bulkhead: Bulkhead | None = None) -> None:
         # 503 also answers while a new index starts its shard: worth a quick second try.
-        self.es = Elasticsearch(url, max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
+        self.es = settings.client(max_retries=2, retry_on_status=(502, 503, 504), request_timeout=10)
         self.alias = alias
         self.bulkhead = bulkhead
+
+    async def health(self) -> str | None:
+        """None when the search server answers green or yellow; else why not (readiness)."""
+        quick = self.es.options(request_timeout=2, max_retries=0)
+        try:
+            health = await asyncio.to_thread(quick.cluster.health)
+        except (ApiError, EsConnectionError) as exc:
+            log.warning("readiness: the search server does not answer: %r", exc)
+            return f"the search server does not answer ({type(exc).__name__})"
+        status = health.get("status")
+        return None if status in ("green", "yellow") else f"the search server's health is {status}"
 
     async def search(
         self, text: str, limit: int, cursor: str | None, employer: str | None = None

@@ -54,8 +54,8 @@ def free_ports(n: int) -> int:
 def started_system(
     kafka: KafkaSettings, elasticsearch_url: str, unique: str, **extra: str
 ) -> Iterator[System]:
-    """`jobpost run` on this test's topics and index (plus `extra` settings), once /readyz
-    answers 200; stopped afterwards."""
+    """`jobpost run` against this Kafka (its security settings included), on this test's
+    topics and index (plus `extra` settings), once /readyz answers 200; stopped afterwards."""
     # Replica r of the API listens on api_port + r - 1: all of them must be free.
     api_port, sandbox_port = free_ports(int(extra.get("JOBPOST_RUN_REPLICAS", "1"))), free_port()
     metrics_port = 20_000 + os.getpid() % 10_000

@@ -9,7 +9,7 @@ import time
 import httpx
 
 from bench.seed import seed
-from runtime.kafka import KafkaSettings
+from tests import servers
 from tests.processes import ApiProcess, wait_until
 
 N = 50_000
@@ -40,7 +40,7 @@ def write(api: ApiProcess, posting_id: str, title: str) -> int | None:
 def test_a_restart_with_state_on_disk_is_fast_and_reads_match_the_log(
     kafka_bootstrap, elasticsearch_url, unique, tmp_path
 ):
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=unique, partitions=6)
+    kafka = servers.one_broker(kafka_bootstrap, unique, partitions=6)
     seeded = seed(kafka, N, progress=lambda _: None)
     state = str(tmp_path / "api")
 

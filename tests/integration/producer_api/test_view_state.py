@@ -13,9 +13,11 @@ import pytest
 from confluent_kafka import Message, Producer
 
 from producer_api.config import ApiSettings
+from producer_api.read.search import TitleSearch
 from producer_api.read.views import PostingsView, PostingView
 from producer_api.readiness import Readiness
 from runtime.kafka import KafkaSettings
+from runtime.search_server import ElasticsearchSettings
 from runtime.stores import PartitionStore, Put, StateSettings
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
@@ -190,9 +192,8 @@ def test_readiness_names_the_partitions_still_being_read(kafka, topics, state, v
     view = StoppingView(kafka, state, partition=2)
     views.append(view)
     Commands.ready.set()
-    readiness = Readiness(
-        ApiSettings(kafka=kafka, elasticsearch_url=elasticsearch_url), Commands(), [view], None
-    )  # type: ignore[arg-type]
+    search = TitleSearch(ElasticsearchSettings(url=elasticsearch_url), "unused")
+    readiness = Readiness(ApiSettings(kafka=kafka), Commands(), [view], None, search)  # type: ignore[arg-type]
     view.start()
 
     wait_until(lambda: view.status.caught_up == {0, 1}, 30, "partitions 0 and 1 read")

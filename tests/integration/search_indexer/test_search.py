@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Producer
 from elasticsearch import Elasticsearch
 
+from runtime.search_server import ElasticsearchSettings
 from schemas import codec
 from search_indexer.config import IndexerSettings
 from search_indexer.reindex import reindex
@@ -144,7 +145,7 @@ def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, 
 
     told: list[tuple[int, int]] = []
     report = reindex(
-        IndexerSettings(kafka=kafka, elasticsearch_url=elasticsearch_url, alias=alias),
+        IndexerSettings(kafka=kafka, elasticsearch=ElasticsearchSettings(url=elasticsearch_url), alias=alias),
         lambda read, total: told.append((read, total)),
     )
 

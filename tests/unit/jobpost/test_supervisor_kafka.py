@@ -55,11 +55,29 @@ def test_what_the_caller_sets_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert component_env("t", RunSettings(), added)["JOBPOST_KAFKA_MIN_INSYNC_REPLICAS"] == "3"
 
 
-def test_one_broker_leaves_replication_at_one(tmp_path: Path) -> None:
+def test_one_broker_sets_replication_one_explicitly(tmp_path: Path) -> None:
     added = kafka_env(stack.StackSettings(dir=tmp_path, kafka_port=19092), {})
 
-    assert added == {"JOBPOST_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:19092"}
-    assert kafka_settings(added).replication_factor == 1
+    assert added == {
+        "JOBPOST_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:19092",
+        "JOBPOST_KAFKA_REPLICATION_FACTOR": "1",
+        "JOBPOST_KAFKA_MIN_INSYNC_REPLICAS": "1",
+    }
+    topics = kafka_settings(added)
+    assert (topics.replication_factor, topics.min_insync_replicas) == (1, 1)
+
+
+def test_a_kafka_of_the_callers_gets_the_cluster_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = {"JOBPOST_KAFKA_BOOTSTRAP_SERVERS": "kafka.internal:9093"}
+    monkeypatch.setenv("JOBPOST_KAFKA_BOOTSTRAP_SERVERS", own["JOBPOST_KAFKA_BOOTSTRAP_SERVERS"])
+
+    added = kafka_env(stack.StackSettings(dir=tmp_path), own)
+
+    assert added == {}
+    topics = kafka_settings(added)
+    assert (topics.replication_factor, topics.min_insync_replicas) == (3, 2)
 
 
 def test_run_creates_the_topics_replicated_on_three_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
