@@ -62,8 +62,8 @@ async def create_posting(
     key: IdempotencyKey,
     caller: CurrentCaller,
 ) -> PostingOut:
-    _check_limits(body, settings)
-    view = await service.create(caller, _posting(body), key)
+    check_limits(body, settings)
+    view = await service.create(caller, to_posting(body), key)
     response.headers["Location"] = f"/postings/{view.id}"
     return _present(view, response)
 
@@ -147,8 +147,8 @@ async def replace_posting(
     key: IdempotencyKey,
     caller: CurrentCaller,
 ) -> PostingOut:
-    _check_limits(body, settings)
-    view = await service.replace(caller, posting_id, _posting(body), key, expected)
+    check_limits(body, settings)
+    view = await service.replace(caller, posting_id, to_posting(body), key, expected)
     return _present(view, response)
 
 
@@ -168,12 +168,16 @@ async def delete_posting(
     return DeletedOut(id=view.id, version=view.version)
 
 
-def _posting(body: PostingIn) -> Posting:
+def to_posting(body: PostingIn) -> Posting:
     return Posting(body.title, body.description, body.notes, body.location, body.apply_url)
 
 
 def _present(view: PostingView, response: Response) -> PostingOut:
     response.headers["ETag"] = f'"{view.version}"'
+    return posting_out(view)
+
+
+def posting_out(view: PostingView) -> PostingOut:
     posting = view.posting or Posting("", "")
     return PostingOut(
         id=view.id,
@@ -188,7 +192,7 @@ def _present(view: PostingView, response: Response) -> PostingOut:
     )
 
 
-def _check_limits(body: PostingIn, settings: ApiSettings) -> None:
+def check_limits(body: PostingIn, settings: ApiSettings) -> None:
     """Settings may lower the contract's limits; the model enforces the contract's own."""
     limits = {
         "title": settings.title_max_chars,
