@@ -21,10 +21,11 @@ if __name__ == "__main__":
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale or profile")
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
     parser.add_argument("--sample-api", action="store_true", help="bulk: py-spy the API while it accepts")
+    parser.add_argument("--in-flight", type=int, default=bulk.IN_FLIGHT, help="bulk: batches sent at once")
     args = parser.parse_args()
     runs = {
         **BENCHMARKS,
-        "bulk": lambda: bulk.main(args.sample_api),
+        "bulk": lambda: bulk.main(args.in_flight, args.sample_api),
         "scale": lambda: scale.main(args.postings),
         "profile": profile.main,
     }

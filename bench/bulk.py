@@ -20,12 +20,13 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench import profile, stages
-from bench.system import System, cpu_seconds, running_system
+from bench.system import System, cpu_seconds, running_system, thread_cpu
 
 POSTINGS, PER_BATCH, IN_FLIGHT = 10_000, 100, 4
 BOARDS = ("linkedin", "indeed")
 TARGET_S = 10.0
 SAMPLED_S = 8
+AT_REST_S = 5
 DESCRIPTION = "Build and run streaming pipelines on Kafka; Python, Avro, Elasticsearch. " * 10
 
 
@@ -42,8 +43,8 @@ def batches(run: str) -> list[bytes]:
     return [json.dumps({"items": items[n : n + PER_BATCH]}).encode() for n in range(0, POSTINGS, PER_BATCH)]
 
 
-async def send(system: System, bodies: list[bytes]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Every batch, IN_FLIGHT at a time: the ids created and every item that was not."""
+async def send(system: System, bodies: list[bytes], in_flight: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every batch, `in_flight` at a time: the ids created and every item that was not."""
     created: list[str] = []
     refused: list[dict[str, Any]] = []
     queue = iter(bodies)
@@ -60,7 +61,7 @@ async def send(system: System, bodies: list[bytes]) -> tuple[list[str], list[dic
                     refused.append(item)
 
     async with httpx.AsyncClient(timeout=120) as http:
-        await asyncio.gather(*(client(http) for _ in range(IN_FLIGHT)))
+        await asyncio.gather(*(client(http) for _ in range(in_flight)))
     return created, refused
 
 
@@ -160,17 +161,27 @@ def confirm(system: System, ids: list[str], started: float, done: dict[str, floa
             done[board] = latest / 1000 - started
 
 
-def cpu_table(spent: dict[str, dict[str, float]], postings: int) -> str:
+def cpu_table(spent: dict[str, dict[str, float]], postings: int, idle: dict[str, float]) -> str:
+    """CPU seconds and ms per posting of each process in each phase; `idle`: its CPU per
+    second at rest before the load (the shared broker's own background work, for one)."""
     phases = list(spent)
-    lines = [f"| process | {' | '.join(f'{p}: CPU s, ms per posting' for p in phases)} |",
-             f"| --- |{' --- |' * len(phases)}"]  # fmt: skip
-    for name in next(iter(spent.values())):
+    lines = [f"| process | at rest | {' | '.join(f'{p}: CPU s, ms per posting' for p in phases)} |",
+             f"| --- | --- |{' --- |' * len(phases)}"]  # fmt: skip
+    for name in idle:
         cells = [f"{spent[p][name]:.1f} s, {1000 * spent[p][name] / postings:.2f}" for p in phases]
-        lines.append(f"| {name} | {' | '.join(cells)} |")
+        lines.append(f"| {name} | {100 * idle[name]:.0f} % | {' | '.join(cells)} |")
     totals = [
         f"{sum(spent[p].values()):.1f} s, {1000 * sum(spent[p].values()) / postings:.2f}" for p in phases
     ]
-    lines.append(f"| all | {' | '.join(totals)} |")
+    lines.append(f"| all | {100 * sum(idle.values()):.0f} % | {' | '.join(totals)} |")
+    return "\n".join(lines)
+
+
+def thread_table(spent: dict[str, float], postings: int) -> str:
+    lines = ["| thread | CPU s | ms per posting |", "| --- | --- | --- |"]
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        if seconds >= 0.05:
+            lines.append(f"| {name} | {seconds:.1f} | {1000 * seconds / postings:.2f} |")
     return "\n".join(lines)
 
 
@@ -179,20 +190,25 @@ def own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def main(sample_api: bool = False) -> None:
-    """`sample_api`: also sample every thread of the API with py-spy while it accepts."""
+def main(in_flight: int = IN_FLIGHT, sample_api: bool = False) -> None:
+    """`in_flight` batches sent at once; `sample_api`: also sample every thread of the API
+    with py-spy while it accepts."""
     bodies = batches(f"bulk-{uuid.uuid4().hex[:8]}")
     with running_system() as system, tempfile.TemporaryDirectory() as folder:
         pids = system.pids()
         print(f"the system as make run starts it; processes measured: {pids}", flush=True)
+        rest = {**cpu_seconds(pids), "bench client": own_cpu()}
+        time.sleep(AT_REST_S)  # what each process spends doing nothing, to tell from the load
         cpu = [{**cpu_seconds(pids), "bench client": own_cpu()}]
         stages0, batches0 = stages.scrape(system.api), sequencer_batches(system)
+        api_pid, prefix = pids["api"][0], system.kafka.topic_prefix
+        threads0 = thread_cpu(api_pid, prefix)
         samples = Path(folder, "api.txt")
         sampler = threading.Thread(target=profile.record, args=(pids["api"][0], SAMPLED_S, samples))
         if sample_api:
             sampler.start()
         started = time.time()
-        created, refused = asyncio.run(send(system, bodies))
+        created, refused = asyncio.run(send(system, bodies, in_flight))
         accepted_s = time.time() - started
         if sample_api:
             sampler.join()
@@ -200,10 +216,13 @@ def main(sample_api: bool = False) -> None:
             print(profile.summarise(samples))
         cpu.append({**cpu_seconds(pids), "bench client": own_cpu()})
         stages1, batches1 = stages.scrape(system.api), sequencer_batches(system)
+        threads = {
+            name: spent - threads0.get(name, 0.0) for name, spent in thread_cpu(api_pid, prefix).items()
+        }
         verdict = "met" if accepted_s <= TARGET_S and not refused else "MISSED"
         example = f", e.g. {refused[0]}" if refused else ""
         print(f"{len(created):,} of {POSTINGS:,} postings created in {len(bodies)} batches of {PER_BATCH} "
-              f"({IN_FLIGHT} in flight): accepted in {accepted_s:.1f} s, {len(created) / accepted_s:,.0f} "
+              f"({in_flight} in flight): accepted in {accepted_s:.1f} s, {len(created) / accepted_s:,.0f} "
               f"postings/s (target ≤ {TARGET_S:.0f} s: {verdict}); {len(refused)} refused{example}",
               flush=True)  # fmt: skip
         done = wait_for_deliveries(system, len(created), started)
@@ -222,6 +241,9 @@ def main(sample_api: bool = False) -> None:
     spent = {
         phase: {name: end[name] - begin[name] for name in begin} for phase, (begin, end) in phases.items()
     }
-    print(cpu_table(spent, len(created) or 1))
+    idle = {name: (cpu[0][name] - rest[name]) / AT_REST_S for name in rest}
+    print(cpu_table(spent, len(created) or 1, idle))
+    print("the API process while accepting, by thread:")
+    print(thread_table(threads, len(created) or 1))
     print("where an accepted write's time goes while accepting (the API's write stages):")
     print(stages.table(stages0, stages1))

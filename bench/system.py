@@ -5,9 +5,15 @@ spent, read from /proc."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import socket
+import subprocess
+import sys
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,12 +67,31 @@ def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
     return {name: sum(_cpu_of(pid) for pid in numbers) for name, numbers in pids.items()}
 
 
-def _cpu_of(pid: int) -> float:
+def _cpu_of(pid: int, stat: str = "") -> float:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = Path(stat or f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
+def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
+    """CPU seconds of each thread of a Python process, by what the thread is: its Python
+    name (py-spy tells it), else its OS name (librdkafka's `rdk:*`, RocksDB's ...), threads
+    of one kind summed; a view's name without the run's topic prefix."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    dump = subprocess.run([py_spy, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    named = {t["os_thread_id"]: t["thread_name"] for t in json.loads(dump.stdout) if t.get("thread_name")}
+    spent: dict[str, float] = defaultdict(float)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        name = named.get(int(task.name)) or re.sub(r"[:#/].*$|\d+$", "", comm) or comm
+        spent[name.replace(f"{prefix}.", "")] += _cpu_of(int(task.name), f"/proc/{pid}/task/{task.name}/stat")
+    return dict(spent)
 
 
 def _java_pids(main_class: str) -> list[int]:
@@ -86,7 +111,7 @@ def _java_pids(main_class: str) -> list[int]:
 def running_system() -> Iterator[System]:
     """Started, ready (/readyz 200), and afterwards stopped with its topics and index gone."""
     kafka = local_kafka()
-    settings = stack.StackSettings()
+    elasticsearch = os.environ.get("ELASTICSEARCH_URL") or stack.StackSettings().elasticsearch_url
     api_port, sandbox_port, metrics_base = free_port(), free_port(), _three_free_ports()
     alias = f"{kafka.topic_prefix}-postings"
     env = {
@@ -94,8 +119,8 @@ def running_system() -> Iterator[System]:
         "JOBPOST_API_PORT": str(api_port),
         "JOBPOST_SANDBOX_PORT": str(sandbox_port),
         "JOBPOST_API_TOKENS": TOKEN,
-        "JOBPOST_API_ELASTICSEARCH_URL": settings.elasticsearch_url,
-        "JOBPOST_INDEXER_ELASTICSEARCH_URL": settings.elasticsearch_url,
+        "JOBPOST_API_ELASTICSEARCH_URL": elasticsearch,
+        "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch,
         "JOBPOST_API_SEARCH_ALIAS": alias,
         "JOBPOST_INDEXER_ALIAS": alias,
         "JOBPOST_RUN_SERVERS": "false",  # the local servers, started by local_kafka
@@ -110,7 +135,7 @@ def running_system() -> Iterator[System]:
             f"http://127.0.0.1:{api_port}",
             f"http://127.0.0.1:{sandbox_port}",
             {name: f"http://127.0.0.1:{metrics_base + n}/metrics" for n, name in enumerate(WORKERS)},
-            settings.elasticsearch_url,
+            elasticsearch,
             alias,
             process,
         )
@@ -120,8 +145,8 @@ def running_system() -> Iterator[System]:
         finally:
             process.stop()
             delete_prefix(kafka)
-            httpx.delete(f"{settings.elasticsearch_url}/{alias}-*", params={"allow_no_indices": "true"})
-            httpx.delete(f"{settings.elasticsearch_url}/_index_template/{alias}")
+            httpx.delete(f"{elasticsearch}/{alias}-*", params={"allow_no_indices": "true"})
+            httpx.delete(f"{elasticsearch}/_index_template/{alias}")
 
 
 def _ready(system: System) -> bool:
