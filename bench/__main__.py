@@ -1,15 +1,22 @@
-"""`python -m bench [write] [delivery] [search] [codec]`: run benchmarks, print numbers. All but
+"""`python -m bench [write] [delivery] [search] [bulk] [codec]`: run benchmarks, print numbers. All but
 `codec` use the local servers. `python -m bench scale [--postings N]` (not in the default
 list: it takes long) measures restarts, takeovers, memory and disk with N postings;
-`python -m bench profile` samples every thread of the API under the write load (py-spy);
+`python -m bench profile` samples every thread of the API under the write load (py-spy), as
+`python -m bench bulk --sample-api` does while the API accepts the bulk load;
 `python -m bench boards` (about 6 minutes) the boards' rate budgets used, records per call
 and write-to-board latency."""
 
 import argparse
 
-from bench import boards, codec, delivery, profile, scale, search, write_path
+from bench import boards, bulk, codec, delivery, profile, scale, search, write_path
 
-BENCHMARKS = {"write": write_path.main, "delivery": delivery.main, "search": search.main, "codec": codec.main}
+BENCHMARKS = {
+    "write": write_path.main,
+    "delivery": delivery.main,
+    "search": search.main,
+    "bulk": bulk.main,
+    "codec": codec.main,
+}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench")
@@ -17,9 +24,12 @@ if __name__ == "__main__":
         "names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale, profile or boards"
     )
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
+    parser.add_argument("--sample-api", action="store_true", help="bulk: py-spy the API while it accepts")
+    parser.add_argument("--in-flight", type=int, default=bulk.IN_FLIGHT, help="bulk: batches sent at once")
     args = parser.parse_args()
     runs = {
         **BENCHMARKS,
+        "bulk": lambda: bulk.main(args.in_flight, args.sample_api),
         "scale": lambda: scale.main(args.postings),
         "profile": profile.main,
         "boards": boards.main,

@@ -3,6 +3,7 @@ percentiles."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid
@@ -16,12 +17,15 @@ from runtime.topics import delete_topics, ensure_topics
 
 
 def local_kafka(partitions: int = 6) -> KafkaSettings:
-    """Topics of their own on the local broker (started if needed)."""
+    """Topics of their own on the broker `KAFKA_BOOTSTRAP_SERVERS` names (as the tests
+    choose theirs; left alone, whoever runs it), else on the local broker, started if needed."""
     settings = stack.StackSettings()
-    stack.kafka_for(settings).start()
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not bootstrap:
+        stack.kafka_for(settings).start()
     replicated = settings.brokers > 1  # JOBPOST_STACK_BROKERS=3: replication factor 3, min ISR 2
     kafka = KafkaSettings(
-        bootstrap_servers=settings.kafka_bootstrap,
+        bootstrap_servers=bootstrap or settings.kafka_bootstrap,
         topic_prefix=f"bench{uuid.uuid4().hex[:8]}",
         partitions=partitions,
         replication_factor=settings.brokers if replicated else 1,

@@ -63,6 +63,8 @@ class ApiSettings(BaseSettings):
     )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
     max_body_bytes: int = 1024 * 1024
+    # 100 postings with the contract's longest description (25,000 characters) each fit.
+    max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, description="POST /postings:batch")
     title_max_chars: int = Field(default=200, ge=1, le=200)
     description_max_chars: int = Field(default=25_000, ge=0, le=25_000)
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)

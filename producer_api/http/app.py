@@ -21,19 +21,19 @@ from producer_api.audit import Audit
 from producer_api.bulkhead import Bulkhead
 from producer_api.commands import CommandClient, OutcomeUnknown
 from producer_api.config import ApiSettings
-from producer_api.http import docs, problems
+from producer_api.http import answers, docs, problems
 from producer_api.http.headers import SecurityHeaders
 from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
 from producer_api.http.problems import Problem
-from producer_api.http.routes import health, operations, postings, snapshot
+from producer_api.http.routes import batch, health, operations, postings, snapshot
 from producer_api.operations import Operations
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
-from producer_api.service import PostingError, PostingService, Refusal, Unavailable
+from producer_api.service import PostingError, PostingService, Unavailable
 from runtime import write_stages
 from runtime.snapshots import fetch, has_state
 from schemas.topics import BOARDS
@@ -49,15 +49,6 @@ REQUEST_SECONDS = Histogram(
     ["method", "route", "status"],
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
 )
-# A refusal's status and title (the problem type is derived from the title).
-_PROBLEM_OF = {
-    Refusal.NOT_FOUND: (404, "Not found"),
-    Refusal.GONE: (410, "Gone"),
-    Refusal.VERSION_MISMATCH: (412, "Precondition failed"),
-    Refusal.ALREADY_EXISTS: (409, "Conflict"),
-    Refusal.BAD_CURSOR: (422, "Invalid request"),
-    Refusal.KEY_REUSED: (422, "Idempotency key reused"),
-}
 
 
 def create_app(
@@ -133,27 +124,16 @@ def create_app(
     problems.document(app)
 
     @app.exception_handler(PostingError)
-    async def _refused(_request: Request, exc: PostingError) -> Response:
-        status, title = _PROBLEM_OF[exc.kind]
-        headers = {"ETag": f'"{exc.version}"'} if exc.version is not None and exc.version >= 0 else {}
-        return Problem(status, title, exc.detail, headers=headers).response()
-
     @app.exception_handler(Unavailable)
-    async def _unavailable(_request: Request, exc: Unavailable) -> Response:
-        # A write answered so was never applied, and never will be (service.NotApplied).
-        return Problem(503, "Service unavailable", str(exc), headers={"Retry-After": "1"}).response()
-
     @app.exception_handler(OutcomeUnknown)
-    async def _outcome_unknown(_request: Request, exc: OutcomeUnknown) -> Response:
-        detail = (
-            f"{exc}: the write may have been applied, or may still be within {exc.settled_in_s} s "
-            "(Retry-After); retry with the same Idempotency-Key, or read the posting after that"
-        )
-        return Problem(
-            504, "Outcome unknown", detail, headers={"Retry-After": str(exc.settled_in_s)}
-        ).response()
+    async def _refused(_request: Request, exc: PostingError | Unavailable | OutcomeUnknown) -> Response:
+        return answers.problem_for(exc).response()
 
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        per_path={batch.PATH: settings.max_batch_body_bytes},
+    )
     app.add_middleware(ConcurrencyLimit, limit=settings.max_concurrent_requests)
     if settings.internal_port is not None:
         app.add_middleware(PortSplit, internal_port=settings.internal_port)
@@ -161,6 +141,7 @@ def create_app(
     app.add_middleware(RequestTimer)
     app.include_router(health.router)
     app.include_router(postings.router)
+    app.include_router(batch.router)
     app.include_router(operations.router)
     app.include_router(snapshot.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
@@ -222,17 +203,19 @@ class RequestTimer:
 class BodyLimit:
     """413 for a body over the limit, whether Content-Length says so or the stream does."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.per_path = per_path or {}  # routes with a limit of their own (a batch carries 100 postings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = Problem(413, "Payload too large", f"the body is over {self.max_bytes} bytes")
+        max_bytes = self.per_path.get(scope["path"], self.max_bytes)
+        too_large = Problem(413, "Payload too large", f"the body is over {max_bytes} bytes")
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
             await too_large.response()(scope, receive, send)
             return
         seen = 0
@@ -241,7 +224,7 @@ class BodyLimit:
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
+            if seen > max_bytes:
                 raise too_large  # FastAPI re-raises it from body parsing; its handler answers
             return message
 

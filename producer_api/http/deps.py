@@ -24,6 +24,30 @@ _IF_MATCH = r'^\s*(\*|(W/)?"?\d{1,18}"?)\s*$'
 _IDEMPOTENCY_KEY = "^[\\x20-\\x7e]+$"  # IETF draft: 1-255 printable ASCII
 
 
+# The conditional and idempotency headers, also checked item by item in a batch.
+IfMatch = Annotated[
+    str | None,
+    Header(
+        pattern=_IF_MATCH,
+        description='The version the change applies to: the ETag of a read, e.g. `"3"` (`W/"3"`, '
+        "`3` and `*` are accepted too); 412 when the posting is at another version.",
+    ),
+]
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=_IDEMPOTENCY_KEY,
+        description="1-255 printable ASCII characters. A repeat of the same request (method and body) "
+        "with the same key within 24 hours answers the original status and body and writes "
+        "nothing; the same key with another body or method on this posting answers 422 "
+        "(`.../idempotency-key-reused`).",
+    ),
+]
+
+
 async def get_settings(request: Request) -> ApiSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
@@ -59,16 +83,12 @@ def requires(scope: Scope) -> Callable[[Caller], Awaitable[Caller]]:
     return scoped
 
 
-async def expected_version(
-    if_match: Annotated[
-        str | None,
-        Header(
-            pattern=_IF_MATCH,
-            description='The version the change applies to: the ETag of a read, e.g. `"3"` (`W/"3"`, '
-            "`3` and `*` are accepted too); 412 when the posting is at another version.",
-        ),
-    ] = None,
-) -> int | None:
+async def expected_version(if_match: IfMatch = None) -> int | None:
+    return version_in(if_match)
+
+
+def version_in(if_match: str | None) -> int | None:
+    """The version an If-Match names; None for none or `*` (any version)."""
     if if_match is None or if_match.strip() == "*":
         return None
     match = _ETAG.match(if_match)
@@ -77,21 +97,7 @@ async def expected_version(
     return int(match.group(1))
 
 
-async def idempotency_key(
-    key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            min_length=1,
-            max_length=255,
-            pattern=_IDEMPOTENCY_KEY,
-            description="1-255 printable ASCII characters. A repeat of the same request (method and body) "
-            "with the same key within 24 hours answers the original status and body and writes "
-            "nothing; the same key with another body or method on this posting answers 422 "
-            "(`.../idempotency-key-reused`).",
-        ),
-    ] = None,
-) -> str | None:
+async def idempotency_key(key: IdempotencyKeyHeader = None) -> str | None:
     return key
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -36,7 +37,7 @@ class Problem(StarletteHTTPException):
         self.headers = headers or {}
         self.errors = errors
 
-    def response(self) -> JSONResponse:
+    def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "type": f"https://jobpost.dev/problems/{self.title.lower().replace(' ', '-')}",
             "title": self.title,
@@ -45,11 +46,26 @@ class Problem(StarletteHTTPException):
         }
         if self.errors is not None:
             body["errors"] = self.errors
-        return JSONResponse(body, status_code=self.status, headers=self.headers, media_type=MEDIA_TYPE)
+        return body
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers, media_type=MEDIA_TYPE)
 
 
 def validation_problem(errors: list[dict[str, Any]]) -> Problem:
     return Problem(422, "Invalid request", "the request does not match the API's schema", errors=errors)
+
+
+def internal_error() -> Problem:
+    """A failure of the server: what it says and nothing more (the error itself is logged)."""
+    return Problem(500, "Internal error", "the server failed; the error is logged")
+
+
+def validation_errors(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """pydantic's errors as a problem lists them: where, what, which rule (never the input)."""
+    return [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors
+    ]
 
 
 def install(app: FastAPI) -> None:
@@ -59,11 +75,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors()
-        ]
-        return validation_problem(errors).response()
+        return validation_problem(validation_errors(exc.errors())).response()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -81,7 +93,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return Problem(500, "Internal error", "the server failed; the error is logged").response()
+        return internal_error().response()
 
 
 def _allowed_methods(request: Request) -> list[str]:

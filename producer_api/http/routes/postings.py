@@ -74,8 +74,8 @@ async def create_posting(
     key: IdempotencyKey,
     caller: Writer,
 ) -> PostingOut:
-    _check_limits(body, settings)
-    view = await service.create(caller, _posting(body), key)
+    check_limits(body, settings)
+    view = await service.create(caller, to_posting(body), key)
     response.headers["Location"] = f"/postings/{view.id}"
     return _present(view, response)
 
@@ -143,8 +143,8 @@ async def replace_posting(
     key: IdempotencyKey,
     caller: Writer,
 ) -> PostingOut:
-    _check_limits(body, settings)
-    view = await service.replace(caller, posting_id, _posting(body), key, expected)
+    check_limits(body, settings)
+    view = await service.replace(caller, posting_id, to_posting(body), key, expected)
     return _present(view, response)
 
 
@@ -163,7 +163,7 @@ async def delete_posting(
     return present.deleted(await service.delete(caller, posting_id, key, expected))
 
 
-def _posting(body: PostingIn) -> Posting:
+def to_posting(body: PostingIn) -> Posting:
     return Posting(body.title, body.description, body.notes, body.location, body.apply_url)
 
 
@@ -172,7 +172,7 @@ def _present(view: PostingView, response: Response) -> PostingOut:
     return present.posting(view)
 
 
-def _check_limits(body: PostingIn, settings: ApiSettings) -> None:
+def check_limits(body: PostingIn, settings: ApiSettings) -> None:
     """Settings may lower the contract's limits; the model enforces the contract's own."""
     limits = {
         "title": settings.title_max_chars,

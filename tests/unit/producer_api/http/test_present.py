@@ -3,7 +3,7 @@
 from fastapi.encoders import jsonable_encoder
 
 from producer_api.http import present
-from producer_api.http.app import _PROBLEM_OF
+from producer_api.http.answers import _PROBLEM_OF
 from producer_api.http.ops_models import Board
 from producer_api.read import timeline
 from producer_api.read.progress import Progress, ProgressStatus

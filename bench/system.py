@@ -1,0 +1,170 @@
+"""The whole system as `make run` starts it (`jobpost run`: the sandbox, the API with its
+sequencer, both board consumers, the indexer) on the local servers, with topics, an alias
+and ports of its own; and the CPU each of its processes (and Kafka's and Elasticsearch's)
+spent, read from /proc."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.common import delete_prefix, local_kafka
+from jobpost import stack
+from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from runtime.kafka import KafkaSettings
+
+TOKEN = "bench"
+# The component processes by their `jobpost` command; the servers by their main class.
+COMPONENTS = {
+    "api": "api",
+    "linkedin": "consumer linkedin",
+    "indeed": "consumer indeed",
+    "indexer": "indexer",
+    "sandbox": "sandbox",
+}
+WORKERS = ("linkedin", "indeed", "indexer")  # in the order of their metrics ports (supervisor)
+SERVERS = {"kafka": "kafka.Kafka", "elasticsearch": "org.elasticsearch.bootstrap.Elasticsearch"}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class System:
+    kafka: KafkaSettings
+    api: str
+    sandbox: str
+    metrics: dict[str, str]  # linkedin, indeed, indexer -> their /metrics
+    elasticsearch: str
+    alias: str
+    process: Process
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {TOKEN}"}
+
+    def pids(self) -> dict[str, list[int]]:
+        found = {
+            name: component_pids(command, self.kafka.topic_prefix) for name, command in COMPONENTS.items()
+        }
+        found.update({name: _java_pids(main) for name, main in SERVERS.items()})
+        return found
+
+
+def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
+    """User + system CPU each process has used so far (all its threads)."""
+    return {name: sum(_cpu_of(pid) for pid in numbers) for name, numbers in pids.items()}
+
+
+def _cpu_of(pid: int, stat: str = "") -> float:
+    try:
+        fields = Path(stat or f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
+def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
+    """CPU seconds of each thread of a Python process, by what the thread is: its Python
+    name (py-spy tells it), else its OS name (librdkafka's `rdk:*`, RocksDB's ...), threads
+    of one kind summed; a view's name without the run's topic prefix."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    dump = subprocess.run([py_spy, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    named = {t["os_thread_id"]: t["thread_name"] for t in json.loads(dump.stdout) if t.get("thread_name")}
+    spent: dict[str, float] = defaultdict(float)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        name = named.get(int(task.name)) or re.sub(r"[:#/].*$|\d+$", "", comm) or comm
+        spent[name.replace(f"{prefix}.", "")] += _cpu_of(int(task.name), f"/proc/{pid}/task/{task.name}/stat")
+    return dict(spent)
+
+
+def _java_pids(main_class: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            arguments = (proc / "cmdline").read_bytes().split(b"\0") if proc.name.isdigit() else []
+        except OSError:
+            continue
+        # `kafka.Kafka`, or `-m org.elasticsearch.server/org.elasticsearch.bootstrap.Elasticsearch`
+        if any(a.decode(errors="replace").rpartition("/")[2] == main_class for a in arguments):
+            found.append(int(proc.name))
+    return found
+
+
+@contextmanager
+def running_system() -> Iterator[System]:
+    """Started, ready (/readyz 200), and afterwards stopped with its topics and index gone."""
+    kafka = local_kafka()
+    elasticsearch = os.environ.get("ELASTICSEARCH_URL") or stack.StackSettings().elasticsearch_url
+    api_port, sandbox_port, metrics_base = free_port(), free_port(), _three_free_ports()
+    alias = f"{kafka.topic_prefix}-postings"
+    env = {
+        **kafka_env(kafka),
+        "JOBPOST_API_PORT": str(api_port),
+        "JOBPOST_SANDBOX_PORT": str(sandbox_port),
+        "JOBPOST_API_TOKENS": TOKEN,
+        "JOBPOST_API_ELASTICSEARCH_URL": elasticsearch,
+        "JOBPOST_INDEXER_ELASTICSEARCH_URL": elasticsearch,
+        "JOBPOST_API_SEARCH_ALIAS": alias,
+        "JOBPOST_INDEXER_ALIAS": alias,
+        "JOBPOST_RUN_SERVERS": "false",  # the local servers, started by local_kafka
+        "JOBPOST_METRICS_PORT_BASE": str(metrics_base),
+        # The components' logs in this project's .stack/logs, wherever the servers live.
+        "JOBPOST_STACK_DIR": str(Path(__file__).resolve().parents[1] / ".stack"),
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-state-") as state:
+        process = Process("bench-run", ["run"], {**env, "JOBPOST_STATE_DIR": state})
+        system = System(
+            kafka,
+            f"http://127.0.0.1:{api_port}",
+            f"http://127.0.0.1:{sandbox_port}",
+            {name: f"http://127.0.0.1:{metrics_base + n}/metrics" for n, name in enumerate(WORKERS)},
+            elasticsearch,
+            alias,
+            process,
+        )
+        try:
+            wait_until(lambda: _ready(system), 120, "the whole system to be ready")
+            yield system
+        finally:
+            process.stop()
+            delete_prefix(kafka)
+            httpx.delete(f"{elasticsearch}/{alias}-*", params={"allow_no_indices": "true"})
+            httpx.delete(f"{elasticsearch}/_index_template/{alias}")
+
+
+def _ready(system: System) -> bool:
+    assert system.process.popen.poll() is None, system.process.log_tail()
+    try:
+        return httpx.get(f"{system.api}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _three_free_ports() -> int:
+    """A base port with the two after it free too (`JOBPOST_METRICS_PORT_BASE` + 0, 1, 2)."""
+    while True:
+        base = free_port()
+        try:
+            for offset in (1, 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + offset))
+        except OSError:
+            continue
+        return base
