@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
-from runtime.kafka import KafkaSettings, is_record, poll_batch
+from runtime.kafka import KafkaSettings, is_record, poll_batch, record_lag
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +207,9 @@ class KafkaPolling:
                 consumer.commit(offsets=offsets, asynchronous=False)
             except KafkaException as exc:
                 log.warning("commit failed (will retry): %s", exc)
+                continue
+            if consumer is self.consumer:  # jobpost_consumer_lag of the postings' group
+                record_lag(consumer, self.member_config["group.id"], offsets)
 
     def _hold(self, full: bool) -> None:
         if full == self._held or self.consumer is None or self.requests is None:

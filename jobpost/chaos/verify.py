@@ -13,6 +13,8 @@ from jobpost.chaos.load import Ledger
 from runtime import records
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
+from schemas.enums import Op
+from schemas.model import PostingUpdate
 from schemas.topics import BOARDS, Component, Topics
 
 
@@ -48,12 +50,18 @@ def log_of(kafka: KafkaSettings) -> dict[str, list[Accepted]]:
     def take(message: Any) -> None:
         _, update = records.posting_update(message)
         if update is not None:
-            found.setdefault(update.posting_id, []).append(
-                Accepted(update.version, update.op, update.request_id, update.posting.notes)
-            )
+            found.setdefault(update.posting_id, []).append(accepted(update))
 
     replay(kafka, Topics(kafka.topic_prefix).postings, range(kafka.partitions), take, timeout_s=300)
     return found
+
+
+def accepted(update: PostingUpdate) -> Accepted:
+    """One version as the verdict reads it. A DELETED version repeats the text of the
+    version before it (the boards close what they had): its notes are that write's marker,
+    not a write of its own."""
+    marker = "" if update.op == Op.DELETED else update.posting.notes
+    return Accepted(update.version, update.op, update.request_id, marker)
 
 
 def check_log(ledger: Ledger, log: dict[str, list[Accepted]]) -> Verdict:
