@@ -56,8 +56,9 @@ def test_a_rejected_version_is_dead_lettered_listed_and_redriven_from_the_api(sy
     assert (request["posting_id"], request["version"]) == (posting_id, 1)
 
     def redriven() -> dict | None:
+        """The newest event of the request's attempt (LinkedIn: submitted, then delivered)."""
         events = api.timeline(posting_id)["events"]
-        return next((e for e in events if e["request_id"] == request["request_id"]), None)
+        return next((e for e in reversed(events) if e["request_id"] == request["request_id"]), None)
 
     outcome = wait_until(lambda: (e := redriven()) and e["outcome"] == "delivered" and e, 60, "the redrive")
     assert outcome["destination"] == "linkedin"

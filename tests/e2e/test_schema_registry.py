@@ -17,6 +17,7 @@ from schemas import codec
 from schemas.subjects import subject, value_codecs
 from schemas.topics import Topics
 from tests.e2e.conftest import started_system
+from tests.e2e.test_journey import progress, titles
 from tests.processes import Process, kafka_env, wait_until
 
 
@@ -65,27 +66,22 @@ def test_registry_mode_from_create_to_both_boards_and_search(
     with started_system(
         kafka, elasticsearch_url, unique, JOBPOST_SCHEMA_REGISTRY_URL=schema_registry_url
     ) as system:
-        created = system.http.post("/postings", json={"title": "Schema Engineer", "description": "Avro"})
-        assert created.status_code == 201, created.text
-        posting_id = created.json()["id"]
+        api = system.client
+        posting_id = api.create(title="Schema Engineer", description="Avro")["id"]
         for title in ("Senior Schema Engineer", "Staff Schema Engineer"):
-            replaced = system.http.put(
-                f"/postings/{posting_id}", json={"title": title, "description": "Avro"}
-            )
-            assert replaced.status_code == 200, replaced.text
+            api.replace(posting_id, title=title, description="Avro")
         for board in ("linkedin", "indeed"):
             wait_until(lambda: system.board(board, posting_id)["versions"] == [0, 1, 2], 60, f"{board} at v2")
-        wait_until(lambda: system.titles("staff") == [(posting_id, 2)], 60, "search to find version 2")
-        done = lambda: all(d["delivered_version"] == 2 for d in system.progress(posting_id).values())  # noqa: E731
+        wait_until(lambda: titles(api, "staff") == [(posting_id, 2)], 60, "search to find version 2")
+        done = lambda: all(d["delivered_version"] == 2 for d in progress(api, posting_id).values())  # noqa: E731
         wait_until(done, 30, "every destination to report version 2")
 
         # Our readers accept a record confluent-kafka wrote: the view, both boards, search.
         theirs = a_posting_written_by_avro_serializer(schema_registry_url, kafka, topics.postings)
         for board in ("linkedin", "indeed"):
             wait_until(lambda: system.board(board, theirs)["versions"] == [0], 60, f"{board} to apply theirs")
-        wait_until(lambda: system.titles("connect") == [(theirs, 0)], 60, "search to find theirs")
-        read = system.http.get(f"/postings/{theirs}", params={"consistency": "strong"})
-        assert read.status_code == 200 and read.json()["description"] == "Written by AvroSerializer"
+        wait_until(lambda: titles(api, "connect") == [(theirs, 0)], 60, "search to find theirs")
+        assert api.get(theirs, strong=True)["description"] == "Written by AvroSerializer"
         # Every component registered the schemas at start, all at once, and none had to be restarted.
         assert "exited with" not in system.process.log_tail(), system.process.log_tail()
 

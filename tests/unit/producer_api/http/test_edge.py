@@ -48,6 +48,14 @@ def test_the_docs_load_only_this_origins_scripts(client):
                 assert client.get(script).status_code == 200
 
 
+def test_redocs_bundle_fetches_no_image_from_redoclys_cdn(client):
+    # The sidebar's logo came from https://cdn.redoc.ly, which the page's img-src refuses.
+    bundle = client.get("/docs/assets/redoc.standalone.js")
+    assert bundle.status_code == 200 and bundle.headers["content-type"].startswith("text/javascript")
+    assert "cdn.redoc.ly" not in bundle.text
+    assert 'alt:"redocly logo"' in bundle.text  # the same bundle, its logo empty
+
+
 def test_the_docs_can_be_turned_off():
     off = TestClient(create_app(ApiSettings(tokens="t", docs=False)))
     assert [off.get(p).status_code for p in ("/docs", "/redoc", "/openapi.json")] == [404, 404, 404]
