@@ -16,11 +16,12 @@ import pytest
 
 from producer_api.service import create_id
 from runtime.kafka import KafkaSettings
-from runtime.topics import ensure_topics
+from runtime.topics import delete_topics, ensure_topics
 from schemas.model import DEFAULT_EMPLOYER
 from schemas.topics import Topics
 from tests.integration.producer_api.conftest import TOKEN
 from tests.processes import ApiProcess, read_postings, running_api
+from tests.servers import one_broker
 
 BATCHES, ITEMS = 10, 100
 METHODS = {"create": "POST", "replace": "PUT", "delete": "DELETE"}
@@ -183,10 +184,13 @@ def versions_per_posting(kafka: KafkaSettings) -> dict[str, list[tuple[int, str,
 @pytest.fixture
 def twin(kafka_bootstrap, unique, elasticsearch_url) -> Iterator[tuple[ApiProcess, KafkaSettings]]:
     """A second system, on topics of its own, taking the same requests one by one."""
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=f"{unique}alone", partitions=3)
+    kafka = one_broker(kafka_bootstrap, f"{unique}alone", 3)
     ensure_topics(kafka)
-    with running_api(kafka, TOKEN, elasticsearch_url) as process:
-        yield process, kafka
+    try:
+        with running_api(kafka, TOKEN, elasticsearch_url) as process:
+            yield process, kafka
+    finally:
+        delete_topics(kafka)
 
 
 def test_a_thousand_items_are_each_answered_as_alone_and_applied_once(api, kafka, twin):

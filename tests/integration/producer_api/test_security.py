@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
-from runtime.topics import ensure_topics
+from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
 from schemas.audit import AuditAction, AuditEvent
 from schemas.dead_letters import DeadLetterHeaders
@@ -37,6 +37,7 @@ from schemas.model import Op, Posting, PostingUpdate
 from schemas.topics import Topics
 from tests.client import ApiClient
 from tests.processes import ApiProcess, Process, kafka_env, versions_of, wait_until
+from tests.servers import one_broker
 
 DEV_TOKEN = "security-dev-token"
 TOKENS = {
@@ -96,7 +97,7 @@ class System:
 @pytest.fixture(scope="module")
 def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> Iterator[System]:
     prefix = f"t{uuid.uuid4().hex[:10]}"
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, topic_prefix=prefix, partitions=3)
+    kafka = one_broker(kafka_bootstrap, prefix, 3)
     ensure_topics(kafka)
     alias = f"{prefix}-postings"
     credentials = tmp_path_factory.mktemp("credentials") / "credentials.json"
@@ -130,6 +131,7 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
         indexer.stop()
         jwks.shutdown()
         httpx.delete(f"{elasticsearch_url}/{prefix}-*", params={"allow_no_indices": "true"}, timeout=30)
+        delete_topics(kafka)
 
 
 def test_a_read_only_credential_reads_and_writes_nothing(system):
