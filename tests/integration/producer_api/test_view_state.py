@@ -48,6 +48,7 @@ def write(
             written[posting_id] = PostingView(
                 posting_id, before.version if before else -1, True, None,
                 before.last_update_time_millis if before else None,
+                before.employer if before else None,  # a deleted posting's owner is kept
             )  # fmt: skip
         else:
             update = posting_update(posting_id, version, op)
@@ -59,6 +60,7 @@ def write(
                 deleted,
                 None if deleted else update.posting,
                 update.last_update_time_millis,
+                update.employer,
             )
         partition = partition_for(posting_id, kafka.partitions)
         producer.produce(topic, key=posting_id.encode(), value=value, partition=partition)

@@ -104,7 +104,9 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
         """Send until accepted: while the member still restores a partition (readiness counts
         the group's assignment), a write may wait past its budget; 503 says it never applied."""
         response = wait_until(lambda: (r := send()).status_code in (200, 201) and r, 60, "a write accepted")
-        assert all(status in (200, 201, 503) for statuses in answered.values() for status in statuses)
+        # (The write sent while no sequencer runs is answered 504 on purpose, below.)
+        others = [s for title, statuses in answered.items() if title != "no sequencer" for s in statuses]
+        assert all(status in (200, 201, 503) for status in others), answered
         return response
 
     def create() -> httpx.Response:
