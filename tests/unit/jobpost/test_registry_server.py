@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from jobpost.run_env import registry_env
 from jobpost.stack import RegistryServer, StackError, StackSettings, servers
 from jobpost.stack import registry as registry_module
 from jobpost.stack.registry import java_major, registry_java_home
-from jobpost.supervisor import registry_env
 
 
 def jdk(root: Path, name: str, version: str) -> Path:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobpost.supervisor import RunSettings, component_env, components
+from jobpost.run_env import component_env
+from jobpost.supervisor import RunSettings, components
 
 VARIABLES = (
     "JOBPOST_API_PORT",

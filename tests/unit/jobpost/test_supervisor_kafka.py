@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from jobpost import stack, supervisor
-from jobpost.supervisor import RunSettings, component_env, kafka_env, kafka_settings
+from jobpost.run_env import component_env, kafka_env, kafka_settings
+from jobpost.supervisor import RunSettings
 from runtime.kafka import KafkaSettings
 
 KAFKA_VARIABLES = (
