@@ -51,6 +51,10 @@ class System:
     process: Process
 
     @property
+    def url(self) -> str:  # the API's, as `bench.write_path.Target` names it
+        return self.api
+
+    @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {TOKEN}"}
 
@@ -65,6 +69,22 @@ class System:
 def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
     """User + system CPU each process has used so far (all its threads)."""
     return {name: sum(_cpu_of(pid) for pid in numbers) for name, numbers in pids.items()}
+
+
+def rss_mib(pids: dict[str, list[int]]) -> dict[str, float]:
+    """Resident memory of each process (all its pids), MiB."""
+    found: dict[str, float] = {}
+    for name, numbers in pids.items():
+        kib = 0
+        for pid in numbers:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            resident = re.search(r"VmRSS:\s+(\d+)", status)  # absent for a process exiting
+            kib += int(resident.group(1)) if resident else 0
+        found[name] = kib / 1024
+    return found
 
 
 def _cpu_of(pid: int, stat: str = "") -> float:

@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -36,6 +37,16 @@ from schemas.model import Op, Posting, PostingUpdate
 TOKEN = "bench"
 BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}
 RATES = (50, 100, 200)
+
+
+class Target(Protocol):
+    """Where the loads go: the API alone (`ApiProcess`) or the whole system (`bench.system`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def headers(self) -> dict[str, str]: ...
 
 
 @dataclass
@@ -66,7 +77,7 @@ def _load(latencies_s: list[float], seconds: float, errors: int, client: str) ->
 
 
 async def closed_loop(
-    api: ApiProcess, posting_ids: list[str], clients: int, seconds: float
+    api: Target, posting_ids: list[str], clients: int, seconds: float
 ) -> tuple[int, list[float]]:
     latencies: list[float] = []
     deadline = time.monotonic() + seconds
@@ -85,7 +96,7 @@ async def closed_loop(
 
 
 async def open_loop(
-    api: ApiProcess, posting_ids: list[str], rate: float, seconds: float, errors: list[str] | None = None
+    api: Target, posting_ids: list[str], rate: float, seconds: float, errors: list[str] | None = None
 ) -> list[float]:
     """Start a request every 1/rate s whatever the answers (no coordinated omission); the
     latency of each accepted one. Failures are counted in `errors` (raised without it)."""
@@ -121,7 +132,7 @@ def _vegeta() -> str | None:
     return found if Path(found).exists() else None
 
 
-def fixed_rate(api: ApiProcess, posting_ids: list[str], rate: float, seconds: float) -> Load:
+def fixed_rate(api: Target, posting_ids: list[str], rate: float, seconds: float) -> Load:
     """An open loop at `rate`: with vegeta when installed (`go install
     github.com/tsenart/vegeta/v12@v12.13.0`), else a Python client on the same cores."""
     vegeta = _vegeta()
@@ -152,7 +163,7 @@ def fixed_rate(api: ApiProcess, posting_ids: list[str], rate: float, seconds: fl
     return _load(latencies, seconds, errors, "vegeta, open loop")
 
 
-def saturate(api: ApiProcess, posting_ids: list[str], clients: int, seconds: float) -> Load:
+def saturate(api: Target, posting_ids: list[str], clients: int, seconds: float) -> Load:
     """Closed loop, as fast as it goes: with wrk when installed (a Python client saturates
     a core before the API does)."""
     if shutil.which("wrk") is None:
@@ -174,7 +185,7 @@ def saturate(api: ApiProcess, posting_ids: list[str], clients: int, seconds: flo
     return Load(int(requests) / seconds, float(p50), float(p99), float(p999), int(errors), "wrk")
 
 
-def create_postings(api: ApiProcess, n: int) -> list[str]:
+def create_postings(api: Target, n: int) -> list[str]:
     async def run() -> list[str]:
         async with httpx.AsyncClient(timeout=30, headers=api.headers) as http:
             sem = asyncio.Semaphore(32)

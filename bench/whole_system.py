@@ -1,0 +1,147 @@
+"""The write loads against the whole system as `make run` starts it (the sandbox as both
+boards, the API with its sequencer, both board consumers, the indexer), as issue 26 compares
+jobpost with Restate and Temporal: 32 clients over 1,000 postings as fast as they go, an
+open loop at 100 updates/s, 32 clients on one posting. For each load the CPU every process
+of the system (Kafka's and Elasticsearch's JVMs included, the load tool not) spent per
+accepted update, counted from the load's start until the system is quiet again (the
+deliveries and the indexing the load caused finish after it), less what it spends at rest.
+Then where a write's time goes at 100 updates/s, duplicate deliveries at the boards (the
+sandbox's own count) and the system's memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from bench import stages, write_path
+from bench.system import System, cpu_seconds, rss_mib, running_system
+from schemas.topics import BOARDS
+
+SECONDS = 20.0
+AT_REST_S = 5.0
+QUIET_FOR_S = 2.0  # the system's CPU back near its rate at rest for this long
+QUIET_WITHIN_S = 120.0
+SEARCH_PROCESSES = ("elasticsearch", "indexer")
+
+
+@dataclass
+class Phase:
+    name: str
+    load: write_path.Load
+    accepted: int
+    cpu_s: dict[str, float]  # per process, at-rest spending removed, from start to quiet
+    drained_s: float  # from the load's end until the system was quiet
+
+    def cpu_ms_per_update(self, without: tuple[str, ...] = ()) -> float:
+        spent = sum(seconds for name, seconds in self.cpu_s.items() if name not in without)
+        return 1000 * spent / max(self.accepted, 1)
+
+
+def at_rest(system: System) -> dict[str, float]:
+    """Each process's CPU per second while nothing is asked of the system."""
+    pids = system.pids()
+    before = cpu_seconds(pids)
+    time.sleep(AT_REST_S)
+    after = cpu_seconds(pids)
+    return {name: (after[name] - before[name]) / AT_REST_S for name in before}
+
+
+def until_quiet(system: System, idle: dict[str, float]) -> float:
+    """Seconds until the system's CPU stays within 10 % of a core of its rate at rest for
+    QUIET_FOR_S (at most QUIET_WITHIN_S)."""
+    started = time.monotonic()
+    quiet_since = None
+    last, last_at = sum(cpu_seconds(system.pids()).values()), time.monotonic()
+    while time.monotonic() - started < QUIET_WITHIN_S:
+        time.sleep(0.5)
+        now, now_at = sum(cpu_seconds(system.pids()).values()), time.monotonic()
+        resting = (now - last) / (now_at - last_at) <= sum(idle.values()) + 0.1
+        last, last_at = now, now_at
+        if not resting:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now_at
+        elif now_at - quiet_since >= QUIET_FOR_S:
+            return quiet_since - started
+    return time.monotonic() - started
+
+
+def measure(
+    system: System, name: str, idle: dict[str, float], seconds: float, run: Callable[[], write_path.Load]
+) -> Phase:
+    pids = system.pids()
+    before, started = cpu_seconds(pids), time.monotonic()
+    load = run()
+    drained = until_quiet(system, idle)
+    after, elapsed = cpu_seconds(pids), time.monotonic() - started
+    spent = {process: after[process] - before[process] - idle[process] * elapsed for process in before}
+    phase = Phase(name, load, round(load.rate * seconds), spent, drained)
+    print(f"{name}: {load.rate:,.0f} updates/s, p99 {load.p99_ms:.1f} ms, "
+          f"{phase.cpu_ms_per_update():.1f} ms CPU per update, quiet {drained:.1f} s after",
+          flush=True)  # fmt: skip
+    return phase
+
+
+def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """Per board, from the sandbox's record of each posting: (versions it was sent again
+    after it had applied them, i.e. answered from its idempotency record; postings whose
+    versions it applied out of order)."""
+    found = {}
+    with httpx.Client(timeout=30) as http:
+        for board in BOARDS:
+            again = disordered = 0
+            for posting_id in posting_ids:
+                response = http.get(f"{system.sandbox}/_sandbox/{board}/postings/{posting_id}")
+                seen = response.json() if response.status_code == 200 else {}
+                again += int(seen.get("duplicates", 0))
+                versions = seen.get("versions", [])
+                disordered += versions != sorted(set(versions))
+            found[board] = (again, disordered)
+    return found
+
+
+def main(seconds: float = SECONDS) -> None:
+    with running_system() as system:
+        postings = write_path.create_postings(system, 1000)
+        idle = at_rest(system)
+        until_quiet(system, idle)
+        phases = [
+            measure(system, "32 clients, 1,000 postings (saturation)", idle, seconds,
+                    lambda: write_path.saturate(system, postings, 32, seconds)),
+        ]  # fmt: skip
+        before = stages.scrape(system.api)
+        phases.append(measure(system, "100 updates/s offered, 1,000 postings", idle, seconds,
+                              lambda: write_path.fixed_rate(system, postings, 100, seconds)))  # fmt: skip
+        breakdown = stages.table(before, stages.scrape(system.api))
+        phases.append(measure(system, "32 clients, one posting", idle, seconds,
+                              lambda: write_path.saturate(system, postings[:1], 32, seconds)))  # fmt: skip
+        boards = at_boards(system, postings)
+        memory = rss_mib(system.pids())
+    print(f"the whole system as make run starts it, {seconds:.0f} s per load; CPU per update: every "
+          "process of the system from the load's start until it is quiet again, less its rate at rest "
+          f"({100 * sum(idle.values()):.0f} % of a core)")  # fmt: skip
+    print("| load | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client "
+          "| CPU ms per update | … without search | quiet after |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for phase in phases:
+        print(f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} "
+              f"| {phase.cpu_ms_per_update(SEARCH_PROCESSES):.1f} | {phase.drained_s:.1f} s |")  # fmt: skip
+    saturation = phases[0]
+    print("CPU per update at saturation, by process (ms): " + ", ".join(
+        f"{name} {1000 * spent / max(saturation.accepted, 1):.2f}"
+        for name, spent in sorted(saturation.cpu_s.items(), key=lambda item: -item[1])
+    ))  # fmt: skip
+    print("at the boards (the sandbox's record of each posting): " + "; ".join(
+        f"{board}: {again} versions sent again after they were applied, {disordered} postings out of order"
+        for board, (again, disordered) in boards.items()
+    ))  # fmt: skip
+    print(
+        f"memory of the system (RSS): {sum(memory.values()):,.0f} MiB ("
+        + ", ".join(f"{name} {mib:,.0f}" for name, mib in sorted(memory.items(), key=lambda i: -i[1]))
+        + ")"
+    )
+    print("\nWhere a write's time goes at 100 updates/s, whole system (jobpost_write_stage_seconds):")
+    print(breakdown)
