@@ -129,11 +129,11 @@ def main(seconds: float = SECONDS) -> None:
     for phase in phases:
         print(f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} "
               f"| {phase.cpu_ms_per_update(SEARCH_PROCESSES):.1f} | {phase.drained_s:.1f} s |")  # fmt: skip
-    saturation = phases[0]
-    print("CPU per update at saturation, by process (ms): " + ", ".join(
-        f"{name} {1000 * spent / max(saturation.accepted, 1):.2f}"
-        for name, spent in sorted(saturation.cpu_s.items(), key=lambda item: -item[1])
-    ))  # fmt: skip
+    for phase in phases:
+        print(f"CPU per update, {phase.name}, by process (ms): " + ", ".join(
+            f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
+            for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
+        ))  # fmt: skip
     print("at the boards (the sandbox's record of each posting): " + "; ".join(
         f"{board}: {again} versions sent again after they were applied, {disordered} postings out of order"
         for board, (again, disordered) in boards.items()
