@@ -68,7 +68,7 @@ async def authenticate(
         raise Problem(
             401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
         )
-    identity.rate.check(caller.name)
+    await identity.rate.check(caller.name)
     return caller
 
 

@@ -3,6 +3,7 @@ the documentation pages served from the package, the rate per credential, the bo
 requests in flight. The app is never started (no lifespan): nothing connects."""
 
 import asyncio
+import threading
 
 import pytest
 from fastapi.testclient import TestClient
@@ -68,14 +69,35 @@ def test_json_answers_allow_nothing_to_run(client):
 
 
 def test_a_credential_over_its_rate_is_told_when_to_come_back():
-    rate = RateLimit("3/minute")
-    for _ in range(3):
-        rate.check("ats-acme")
-    with pytest.raises(Problem) as refused:
-        rate.check("ats-acme")
-    assert refused.value.status == 429
-    assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
-    rate.check("ats-globex")  # another credential has its own budget
+    async def checks() -> Problem:
+        rate = RateLimit("3/minute")
+        for _ in range(3):
+            await rate.check("ats-acme")
+        with pytest.raises(Problem) as refused:
+            await rate.check("ats-acme")
+        await rate.check("ats-globex")  # another credential has its own budget
+        return refused.value
+
+    refused = asyncio.run(checks())
+    assert refused.status == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+
+
+def test_checking_a_rate_starts_no_thread(monkeypatch):
+    """The synchronous in-memory storage started a thread to expire its counters after
+    almost every request (49 in 50 here), on the event loop's thread."""
+    started = []
+    start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda thread: (started.append(thread), start(thread)))
+
+    async def checks() -> None:
+        rate = RateLimit("1000/second")
+        for _ in range(50):
+            await rate.check("ats-acme")
+            await asyncio.sleep(0.02)  # longer than an expiry run
+
+    asyncio.run(checks())
+    assert started == []
 
 
 def test_past_the_bound_on_requests_in_flight_the_answer_is_503_at_once():
