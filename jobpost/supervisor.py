@@ -149,7 +149,9 @@ def components(settings: RunSettings) -> list[Component]:
             name("api", r),
             [*jobpost, "api"],
             f"http://127.0.0.1:{port} (docs at /docs)",
-            {"JOBPOST_API_PORT": str(port), **peers(port)},
+            # The replica's sequencer member keeps its name across restarts (static
+            # membership): a restarted replica takes its partitions back at once.
+            {"JOBPOST_API_PORT": str(port), "JOBPOST_SEQUENCER_INSTANCE_ID": name("api", r), **peers(port)},
             f"127.0.0.1:{port}",
         )
         for r, port in enumerate(ports, start=1)

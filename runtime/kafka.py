@@ -19,6 +19,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime import kafka_properties
 
+# A broker that stalls (SIGSTOP, a long pause) keeps its connections open: a request sent to
+# it waits for librdkafka's socket timeout (60 s by default) before the client asks where
+# the partition's new leader is, long after Kafka moved it (broker.session.timeout.ms). The
+# clients on the write path (the API's command producer and reply reader, the sequencer)
+# give up on a silent broker after this long instead.
+STALLED_BROKER = {"socket.timeout.ms": 5_000}
+
 
 class KafkaSettings(BaseSettings):
     """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`).
@@ -144,15 +151,22 @@ class KafkaSettings(BaseSettings):
             **overrides,
         }
 
-    def member_config(self, group_id: str, session_timeout_ms: int) -> dict[str, Any]:
+    def member_config(
+        self, group_id: str, session_timeout_ms: int, instance_id: str | None = None
+    ) -> dict[str, Any]:
         """A consumer-group member that keeps its partitions across rebalances where it can
-        (cooperative-sticky) and is declared dead after `session_timeout_ms` of silence."""
+        (cooperative-sticky) and is declared dead after `session_timeout_ms` of silence.
+        With `instance_id` it is a static member (`group.instance.id`): a member that comes
+        back with the same id within the session timeout takes its partitions back without
+        a rebalance of the others; no two live members may share one."""
+        static = {} if instance_id is None else {"group.instance.id": instance_id}
         return self.consumer_config(
             group_id,
             **{
                 "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": max(1000, session_timeout_ms // 5),
+                **static,
             },
         )
 

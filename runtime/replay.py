@@ -31,7 +31,13 @@ def replay(
     wanted = set(partitions)
     if not wanted:
         return {}
-    consumer = Consumer(kafka.consumer_config(f"replay-{uuid.uuid4().hex}", **{"enable.partition.eof": True}))
+    # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for
+    # records before the end is reported: every restore of a sequencer partition paid it.
+    consumer = Consumer(
+        kafka.consumer_config(
+            f"replay-{uuid.uuid4().hex}", **{"enable.partition.eof": True, "fetch.wait.max.ms": 20}
+        )
+    )
     ends: dict[int, int] = {}
     try:
         consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runtime.kafka import KafkaSettings
+from runtime.kafka import STALLED_BROKER, KafkaSettings
 from runtime.stores import StateSettings
 from schemas.topics import Component, Topics
 
@@ -21,14 +21,23 @@ class SequencerSettings(BaseSettings):
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
-    instance_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # Given, the member's name in its group (static membership) and in its transactional
+    # id: a member restarted under the same name takes its partitions back at once and
+    # aborts its predecessor's open transaction (make run names each API replica's). A
+    # static member that stops keeps its partitions until its session timeout, so only a
+    # member that comes back under its name should have one. Unique among live members.
+    instance_id: str | None = Field(default=None, description="none: a dynamic member, a name per process")
+    _process_name: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex[:12])
     max_batch: int = Field(default=500, ge=1, description="commands per transaction at most")
+    # Longer than a replica's restart under `make run` (~6 s measured): a restarted member
+    # takes its partitions back before the group gives them away.
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon the group notices a member that died"
     )
-
+    # Also how long a record may wait for a broker that stopped answering before the
+    # transaction fails (librdkafka caps message.timeout.ms at it).
     transaction_timeout_ms: int = Field(
-        default=10_000, description="how long a crashed member's open transaction can hold readers back"
+        default=6_000, description="how long a crashed member's open transaction can hold readers back"
     )
     restore_timeout_s: float = Field(
         default=120.0, gt=0, description="longest read of a partition's log when it is assigned"
@@ -38,6 +47,11 @@ class SequencerSettings(BaseSettings):
     )
 
     @property
+    def member_name(self) -> str:
+        """In the member's transactional id: the instance id, else the process's own."""
+        return self.instance_id or self._process_name
+
+    @property
     def group(self) -> str:
         return self.group_id or Topics(self.kafka.topic_prefix).group(Component.SEQUENCER)
 
@@ -45,7 +59,7 @@ class SequencerSettings(BaseSettings):
         """The member's transactional producer."""
         return self.kafka.producer_config(
             **{
-                "transactional.id": f"{self.group}-{self.instance_id}",
+                "transactional.id": f"{self.group}-{self.member_name}",
                 "transaction.timeout.ms": self.transaction_timeout_ms,
                 "linger.ms": 0,
                 # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
@@ -55,5 +69,20 @@ class SequencerSettings(BaseSettings):
                 # at most 5 ms).
                 "retry.backoff.ms": 1,
                 "retry.backoff.max.ms": 5,
+                # librdkafka wants it no longer than the transaction timeout.
+                "socket.timeout.ms": min(STALLED_BROKER["socket.timeout.ms"], self.transaction_timeout_ms),
             }
         )
+
+    def member_config(self) -> dict[str, Any]:
+        """The member's consumer of jobpost.commands. A static member (an instance id given)
+        is assigned eagerly: cooperative assignment withholds a moving partition for a
+        second rebalance that its previous owner starts once it has let it go; a session
+        that fails in between is replaced under the same instance id without a rebalance,
+        so nobody starts it and the partition stays unassigned (`make chaos` left three of
+        six partitions without a sequencer for the rest of the run). A dynamic member's
+        replacement is a new member, which always rebalances: it stays cooperative."""
+        member = self.kafka.member_config(self.group, self.session_timeout_ms, instance_id=self.instance_id)
+        if self.instance_id is not None:
+            member["partition.assignment.strategy"] = "range"
+        return {**member, **STALLED_BROKER}

@@ -37,6 +37,9 @@ from sequencer.session import Session
 
 log = logging.getLogger(__name__)
 
+# A session that failed because a broker died is usually replaced at once: the new one
+# finds the moved leaders and coordinators (static membership keeps the partitions).
+FIRST_BACKOFF_S = 0.1
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
 
 
@@ -71,14 +74,14 @@ class Sequencer:
 
     def run(self) -> None:
         """Run sessions until stop(); a failed session is replaced after a short backoff."""
-        backoff = 0.5
+        backoff = FIRST_BACKOFF_S
         last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
             session = Session(self.settings, self._stop, self._report, self.clock)
             try:
                 session.run()
-                backoff = 0.5
+                backoff = FIRST_BACKOFF_S
             except Exception as exc:  # any failure ends the session, never the member
                 log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
                             exc_info=not isinstance(exc, KafkaException | TimeoutError))  # fmt: skip

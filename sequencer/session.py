@@ -70,8 +70,7 @@ class Session:
         self.placements = Placements()  # where this transaction's new versions land
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
-        kafka = self.settings.kafka
-        self.consumer = Consumer(kafka.member_config(self.settings.group, self.settings.session_timeout_ms))
+        self.consumer = Consumer(self.settings.member_config())
         self.producer = Producer(self.settings.producer_config())
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
@@ -120,9 +119,11 @@ class Session:
 
     def _abort_open_transaction(self) -> None:
         """A failed session may leave its transaction open, holding every read_committed
-        reader of its partitions back until it times out: end it now if Kafka lets us."""
+        reader of its partitions back until it times out: end it now if Kafka lets us. Not
+        for long: the member's next session, under the same transactional id, aborts it
+        when it initialises (a broker's fault kept this waiting for seconds)."""
         try:
-            self.producer.abort_transaction(5)
+            self.producer.abort_transaction(1)
         except KafkaException as exc:  # none open, or the producer is fenced: nothing to end
             log.debug("no transaction to abort: %s", exc)
 

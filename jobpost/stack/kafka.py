@@ -153,6 +153,11 @@ class KafkaServer(Server):
             "share.coordinator.state.topic.replication.factor": str(replicas),
             "share.coordinator.state.topic.min.isr": str(isr),
             "group.initial.rebalance.delay.ms": "0",
+            # How long a silent broker keeps its leaders (and every write to them waits):
+            # Kafka's defaults are 9 s and 2 s. A local cluster's nodes share one machine, so
+            # a node that misses heartbeats for 3 s has died or stalled.
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
             # A crashed sequencer member's open transaction holds its successor back until
             # the broker aborts it: at most this long after its timeout (default 10 s).
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",

@@ -20,6 +20,11 @@ def peers(port: int) -> dict[str, str]:
     return {"JOBPOST_API_SNAPSHOT_PEERS": f"http://127.0.0.1:{port}"}
 
 
+def member(name: str) -> dict[str, str]:
+    """A replica's sequencer member keeps its name across restarts (static membership)."""
+    return {"JOBPOST_SEQUENCER_INSTANCE_ID": name}
+
+
 def test_two_replicas_of_everything_but_the_sandbox() -> None:
     settings = RunSettings(replicas=2, api_port=8000, sandbox_port=8090, metrics_port_base=9101)
 
@@ -34,13 +39,13 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
             "api-1",
             ["api"],
             "http://127.0.0.1:8000 (docs at /docs)",
-            {"JOBPOST_API_PORT": "8000", **peers(8001)},
+            {"JOBPOST_API_PORT": "8000", **member("api-1"), **peers(8001)},
         ),
         (
             "api-2",
             ["api"],
             "http://127.0.0.1:8001 (docs at /docs)",
-            {"JOBPOST_API_PORT": "8001", **peers(8000)},
+            {"JOBPOST_API_PORT": "8001", **member("api-2"), **peers(8000)},
         ),
         ("linkedin-1", ["consumer", "linkedin"], "metrics http://127.0.0.1:9101/metrics", {metrics: "9101"}),
         ("linkedin-2", ["consumer", "linkedin"], "metrics http://127.0.0.1:9104/metrics", {metrics: "9104"}),
@@ -65,7 +70,11 @@ def test_one_replica_keeps_todays_names_and_ports() -> None:
     listed = {c.name: c for c in components(RunSettings(state_dir=Path("/var/lib/jobpost")))}
 
     assert list(listed) == ["sandbox", "api", "linkedin", "indeed", "indexer"]
-    assert listed["api"].env == {"JOBPOST_API_PORT": "8000", "JOBPOST_STATE_DIR": "/var/lib/jobpost/api"}
+    assert listed["api"].env == {
+        "JOBPOST_API_PORT": "8000",
+        **member("api"),
+        "JOBPOST_STATE_DIR": "/var/lib/jobpost/api",
+    }
     assert listed["indexer"].env["JOBPOST_INDEXER_METRICS_PORT"] == "9103"
 
 
