@@ -33,12 +33,14 @@ def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | No
     """The newest later version that makes `item` pointless to send: a DELETE of the
     posting always (the board ends with the posting closed), any newer version when
     conflating (each PostingUpdate is a full snapshot) or when `item` is a redrive. A
-    DELETED version is never superseded, and conflation keeps the CREATED one (LinkedIn
-    refuses an UPDATE of a job it never created). None: send it."""
-    if item.deletes:
-        return None
+    DELETED version is never superseded, nor is the CREATED one: a board updates and
+    closes only a job it created (LinkedIn refuses the UPDATE or CLOSE of a job it never
+    created, which dead-lettered a posting created and deleted while its consumer was
+    down, found by `make chaos`). None: send it."""
     created = item.update is not None and item.update.op == Op.CREATED and item.request is None
-    newer = (conflate and not created) or item.request is not None
+    if item.deletes or created:
+        return None
+    newer = conflate or item.request is not None
     versions = [
         r.version
         for r in later

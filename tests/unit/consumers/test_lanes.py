@@ -193,11 +193,11 @@ def test_conflation_keeps_the_version_that_creates_the_posting():
     scenario(body, conflate=True)
 
 
-def test_conflation_never_skips_a_delete():
+def test_conflation_never_skips_a_delete_nor_the_create_it_closes():
     async def body(h: Harness):
         h.add(item("a", 0), item("a", 1, "DELETED"), Item("a", None, 0, 2))
         await h.settle(3)
-        assert h.board.sent("a") == [1]
+        assert h.board.sent("a") == [0, 1]  # LinkedIn refuses to close a job it never created
         assert h.state("a").status == DeliveryStatus.CLOSED
 
     scenario(body, conflate=True)

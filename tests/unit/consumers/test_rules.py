@@ -26,12 +26,13 @@ def test_work_done_already_is_not_done_again():
     assert not done_already(state(DeliveryStatus.RETRYING, pending_version=4), 4)
 
 
-def test_a_delete_supersedes_always_a_newer_version_only_when_conflating():
+def test_a_delete_supersedes_all_but_the_created_version_a_newer_version_only_when_conflating():
     later_update, later_delete = [item("a", 3)], [item("a", 3, "DELETED")]
     assert superseded_by(item("a", 2), later_update, conflate=False) is None
     assert superseded_by(item("a", 2), later_update, conflate=True) == 3
     assert superseded_by(item("a", 2), later_delete, conflate=False) == 3
     assert superseded_by(item("a", 0), later_update, conflate=True) is None  # the CREATED version goes
+    assert superseded_by(item("a", 0), later_delete, conflate=False) is None  # a board closes what it created
     assert superseded_by(item("a", 3, "DELETED"), [], conflate=True) is None
     assert superseded_by(item("a", 2), [redrive(1)], conflate=True) is None  # a request is no newer version
     assert superseded_by(redrive(1), [item("a", 2)], conflate=False) == 2
