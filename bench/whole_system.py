@@ -25,6 +25,7 @@ AT_REST_S = 5.0
 QUIET_FOR_S = 2.0  # the system's CPU back near its rate at rest for this long
 QUIET_WITHIN_S = 120.0
 SEARCH_PROCESSES = ("elasticsearch", "indexer")
+Pids = dict[str, list[int]]  # the system's processes, found once (System.pids reads all of /proc)
 
 
 @dataclass
@@ -40,24 +41,23 @@ class Phase:
         return 1000 * spent / max(self.accepted, 1)
 
 
-def at_rest(system: System) -> dict[str, float]:
+def at_rest(pids: Pids) -> dict[str, float]:
     """Each process's CPU per second while nothing is asked of the system."""
-    pids = system.pids()
     before = cpu_seconds(pids)
     time.sleep(AT_REST_S)
     after = cpu_seconds(pids)
     return {name: (after[name] - before[name]) / AT_REST_S for name in before}
 
 
-def until_quiet(system: System, idle: dict[str, float]) -> float:
+def until_quiet(pids: Pids, idle: dict[str, float]) -> float:
     """Seconds until the system's CPU stays within 10 % of a core of its rate at rest for
     QUIET_FOR_S (at most QUIET_WITHIN_S)."""
     started = time.monotonic()
     quiet_since = None
-    last, last_at = sum(cpu_seconds(system.pids()).values()), time.monotonic()
+    last, last_at = sum(cpu_seconds(pids).values()), time.monotonic()
     while time.monotonic() - started < QUIET_WITHIN_S:
         time.sleep(0.5)
-        now, now_at = sum(cpu_seconds(system.pids()).values()), time.monotonic()
+        now, now_at = sum(cpu_seconds(pids).values()), time.monotonic()
         resting = (now - last) / (now_at - last_at) <= sum(idle.values()) + 0.1
         last, last_at = now, now_at
         if not resting:
@@ -70,12 +70,11 @@ def until_quiet(system: System, idle: dict[str, float]) -> float:
 
 
 def measure(
-    system: System, name: str, idle: dict[str, float], seconds: float, run: Callable[[], write_path.Load]
+    pids: Pids, name: str, idle: dict[str, float], seconds: float, run: Callable[[], write_path.Load]
 ) -> Phase:
-    pids = system.pids()
     before, started = cpu_seconds(pids), time.monotonic()
     load = run()
-    drained = until_quiet(system, idle)
+    drained = until_quiet(pids, idle)
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     spent = {process: after[process] - before[process] - idle[process] * elapsed for process in before}
     phase = Phase(name, load, round(load.rate * seconds), spent, drained)
@@ -89,7 +88,7 @@ def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, in
     """Per board, from the sandbox's record of each posting: (versions it was sent again
     after it had applied them, i.e. answered from its idempotency record; postings whose
     versions it applied out of order)."""
-    found = {}
+    found: dict[str, tuple[int, int]] = {}
     with httpx.Client(timeout=30) as http:
         for board in BOARDS:
             again = disordered = 0
@@ -99,27 +98,28 @@ def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, in
                 again += int(seen.get("duplicates", 0))
                 versions = seen.get("versions", [])
                 disordered += versions != sorted(set(versions))
-            found[board] = (again, disordered)
+            found[board.value] = (again, disordered)
     return found
 
 
 def main(seconds: float = SECONDS) -> None:
     with running_system() as system:
         postings = write_path.create_postings(system, 1000)
-        idle = at_rest(system)
-        until_quiet(system, idle)
+        pids = system.pids()
+        idle = at_rest(pids)
+        until_quiet(pids, idle)
         phases = [
-            measure(system, "32 clients, 1,000 postings (saturation)", idle, seconds,
+            measure(pids, "32 clients, 1,000 postings (saturation)", idle, seconds,
                     lambda: write_path.saturate(system, postings, 32, seconds)),
         ]  # fmt: skip
         before = stages.scrape(system.api)
-        phases.append(measure(system, "100 updates/s offered, 1,000 postings", idle, seconds,
+        phases.append(measure(pids, "100 updates/s offered, 1,000 postings", idle, seconds,
                               lambda: write_path.fixed_rate(system, postings, 100, seconds)))  # fmt: skip
         breakdown = stages.table(before, stages.scrape(system.api))
-        phases.append(measure(system, "32 clients, one posting", idle, seconds,
+        phases.append(measure(pids, "32 clients, one posting", idle, seconds,
                               lambda: write_path.saturate(system, postings[:1], 32, seconds)))  # fmt: skip
         boards = at_boards(system, postings)
-        memory = rss_mib(system.pids())
+        memory = rss_mib(pids)
     print(f"the whole system as make run starts it, {seconds:.0f} s per load; CPU per update: every "
           "process of the system from the load's start until it is quiet again, less its rate at rest "
           f"({100 * sum(idle.values()):.0f} % of a core)")  # fmt: skip
