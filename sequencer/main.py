@@ -7,7 +7,7 @@ import signal
 
 from runtime.topics import check_at_start
 from sequencer.config import SequencerSettings
-from sequencer.member import Sequencer
+from sequencer.member import Sequencer, run_or_exit
 
 
 def run_sequencer() -> None:
@@ -21,4 +21,4 @@ def run_sequencer() -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     logging.getLogger(__name__).info("sequencer starting")
-    sequencer.run()
+    run_or_exit(sequencer)

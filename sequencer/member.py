@@ -18,12 +18,16 @@ Any failure of a session (an aborted transaction, a fenced producer, a lost brok
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
 from the committed offsets and the changelog, so no state outlives what Kafka committed.
 When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
-and its supervisor restarts it.
+and its supervisor restarts it. So it does when a session's transaction has been open for
+`stuck_after_s`: the broker has aborted it long since, so the session is blocked in a Kafka
+client call that ignores its timeout, and a thread blocked in C cannot be stopped. Each
+session runs on a thread of its own, which the member watches.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -40,11 +44,12 @@ log = logging.getLogger(__name__)
 # A session that failed because a broker died is usually replaced at once: the new one
 # finds the moved leaders and coordinators (static membership keeps the partitions).
 FIRST_BACKOFF_S = 0.1
+_WATCH_EVERY_S = 0.5
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
 
 
 class SequencerFailed(RuntimeError):
-    """No session could be brought up for too long: the process should exit."""
+    """No session could be brought up for too long, or one is stuck: the process should exit."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,9 @@ class SequencerStatus:
 
 
 class Sequencer:
-    def __init__(self, settings: SequencerSettings) -> None:
+    def __init__(self, settings: SequencerSettings, session: type[Session] = Session) -> None:
         self.settings = settings
+        self._session_type = session
         self._stop = threading.Event()
         self._status = SequencerStatus()
         self._status_lock = threading.Lock()
@@ -78,10 +84,12 @@ class Sequencer:
         last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
-            session = Session(self.settings, self._stop, self._report, self.clock)
+            session = self._session_type(self.settings, self._stop, self._report, self.clock)
             try:
-                session.run()
+                self._watch(session)
                 backoff = FIRST_BACKOFF_S
+            except SequencerFailed:
+                raise
             except Exception as exc:  # any failure ends the session, never the member
                 log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
                             exc_info=not isinstance(exc, KafkaException | TimeoutError))  # fmt: skip
@@ -96,7 +104,43 @@ class Sequencer:
             self._stop.wait(backoff)
             backoff = min(backoff * 2, 2.0)  # a broker's failover takes seconds: try again soon
 
+    def _watch(self, session: Session) -> None:
+        """Run the session on a thread of its own until it ends, and raise what it raised;
+        `SequencerFailed` once its transaction has been open for `stuck_after_s`."""
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                session.run()
+            except BaseException as exc:  # noqa: BLE001 - handed to the member's thread, which raises it
+                failure.append(exc)
+
+        thread = threading.Thread(target=run, name="sequencer-session", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(_WATCH_EVERY_S)
+            stuck = session.open_for()
+            if stuck > self.settings.stuck_after_s:
+                raise SequencerFailed(
+                    f"a sequencer transaction has been open for {stuck:.0f} s, long after Kafka "
+                    "aborted it: its session is stuck in a Kafka client call"
+                )
+        if failure:
+            raise failure[0]
+
     def _report(self, **changes: object) -> None:
         """A session's news: a new snapshot with these fields changed."""
         with self._status_lock:
             self._status = replace(self._status, **changes)  # type: ignore[arg-type]
+
+
+def run_or_exit(sequencer: Sequencer) -> None:
+    """Run the member; should it stop for good, exit the process at once (status 70) so its
+    supervisor restarts it: a replica that cannot sequence must not go on looking alive, and
+    a session stuck in the Kafka client would hold up an orderly exit."""
+    try:
+        sequencer.run()
+    except BaseException:
+        log.critical("the sequencer stopped; exiting so the supervisor restarts us", exc_info=True)
+        logging.shutdown()
+        os._exit(70)

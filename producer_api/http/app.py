@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -38,7 +37,7 @@ from runtime import write_stages
 from runtime.snapshots import fetch, has_state
 from schemas.topics import BOARDS
 from sequencer.config import SequencerSettings
-from sequencer.member import Sequencer
+from sequencer.member import Sequencer, run_or_exit
 
 log = logging.getLogger(__name__)
 _UI = Path(__file__).parent.parent / "ui"  # the playground's static files
@@ -76,7 +75,7 @@ def create_app(
         sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
-            sequencing = threading.Thread(target=_run_or_exit, args=(sequencer,), name="sequencer")
+            sequencing = threading.Thread(target=run_or_exit, args=(sequencer,), name="sequencer")
             sequencing.daemon = True
             sequencing.start()
         app.state.settings = settings
@@ -156,17 +155,6 @@ def create_app(
         return PlainTextResponse(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return app
-
-
-def _run_or_exit(sequencer: Sequencer) -> None:
-    """The embedded sequencer member: it replaces failed sessions by itself; should it stop
-    for good, a replica that cannot sequence must not go on looking alive."""
-    try:
-        sequencer.run()
-    except BaseException:
-        log.critical("the embedded sequencer stopped; exiting so the supervisor restarts us", exc_info=True)
-        logging.shutdown()
-        os._exit(70)
 
 
 class RequestTimer:
