@@ -37,6 +37,7 @@ class Sample:
     started: float  # monotonic
     latency_s: float
     ok: bool
+    posting_id: str = ""  # of an acknowledged write
 
 
 @dataclass
@@ -145,11 +146,11 @@ class Load:
                 self.ledger.answered_504 += response.status_code == 504
                 await asyncio.sleep(0.2)
                 continue
-            self.ledger.samples.append(Sample(started, time.monotonic() - started, response.is_success))
-            if not response.is_success:
+            ack = _ack(method, response.json()) if response.is_success else None
+            self.ledger.samples.append(_sample(started, ack))
+            if ack is None:
                 self.ledger.refused += 1
                 return None
-            ack = _ack(method, response.json())
             self.ledger.acked[key] = ack
             return ack
         self.ledger.gave_up.append(key)
@@ -184,16 +185,20 @@ class Load:
                 self.ledger.unknown.append(marker)
                 self.ledger.samples.append(Sample(started, time.monotonic() - started, False))
                 return None
-            self.ledger.samples.append(Sample(started, time.monotonic() - started, response.is_success))
-            if not response.is_success:
+            ack = _ack(method, response.json(), marker) if response.is_success else None
+            self.ledger.samples.append(_sample(started, ack))
+            if ack is None:
                 self.ledger.refused += 1
                 return None
-            ack = _ack(method, response.json(), marker)
             self.ledger.acked_unkeyed[marker] = ack
             return ack
         self.ledger.gave_up.append(marker)
         self.ledger.samples.append(Sample(started, time.monotonic() - started, False))
         return None
+
+
+def _sample(started: float, ack: Ack | None) -> Sample:
+    return Sample(started, time.monotonic() - started, ack is not None, "" if ack is None else ack.posting_id)
 
 
 def _ack(method: str, answer: dict, marker: str = "") -> Ack:

@@ -31,6 +31,7 @@ class Report:
     converged_after_s: float | None
     load_ended: float = float("inf")
     members: dict[str, dict[str, float]] = field(default_factory=dict)  # API -> its sequencer's counters
+    partitions: dict[str, int] = field(default_factory=dict)  # posting id -> its partition, from the log
 
     def lines(self) -> list[str]:
         ok = [s for s in self.ledger.samples if s.ok]
@@ -53,6 +54,7 @@ class Report:
             + f"; index not at the last version: {len(v.index)}",
             f"dead letters: {v.dead_letters}",
             f"longest stretch without a successful write: {gap:.1f} s ({cause})",
+            self._partition_line(),
             f"write latency during faults: {_percentiles(during)}; without: {_percentiles(calm)}",
             "converged "
             + (
@@ -93,6 +95,27 @@ class Report:
         )
         edges = [start, *done, end]
         return max(b - a for a, b in itertools.pairwise(edges))
+
+    def longest_partition_gap(self) -> tuple[float, int]:
+        """The longest time, from the first acknowledged write to the end of the load, in
+        which one partition had no write acknowledged, and that partition: a sequencer
+        member that stalls takes its partitions' writes away while the others go on."""
+        done: dict[int, list[float]] = {}
+        for s in self.ledger.samples:
+            if s.ok and s.posting_id in self.partitions:
+                done.setdefault(self.partitions[s.posting_id], []).append(s.started + s.latency_s)
+        if not done:
+            return 0.0, -1
+        start = min(min(times) for times in done.values())
+        end = min(self.load_ended, max(max(times) for times in done.values()))
+        return max(
+            (max(b - a for a, b in itertools.pairwise([start, *sorted(times), end])), partition)
+            for partition, times in done.items()
+        )
+
+    def _partition_line(self) -> str:
+        gap, partition = self.longest_partition_gap()
+        return f"longest stretch without a successful write on a partition: {gap:.1f} s (number {partition})"
 
     def longest_outage(self) -> tuple[float, str]:
         done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)

@@ -108,7 +108,8 @@ def run(plan: Plan) -> Report:
         )
         verdict.dead_letters = verify.count_dead_letters(kafka)
         members = {api: sequencer_counters(api) for api in apis}
-        return Report(load.ledger, verdict, windows, converged_after, load_ended, members)
+        partitions = {posting_id: versions[0].partition for posting_id, versions in log.items()}
+        return Report(load.ledger, verdict, windows, converged_after, load_ended, members, partitions)
     finally:
         system.stop()
         if started_cluster:

@@ -24,6 +24,7 @@ class Accepted:
     op: str
     request_id: str
     marker: str  # the notes of the request: an unkeyed attempt's token
+    partition: int = -1  # of jobpost.postings
 
 
 @dataclass
@@ -50,18 +51,18 @@ def log_of(kafka: KafkaSettings) -> dict[str, list[Accepted]]:
     def take(message: Any) -> None:
         _, update = records.posting_update(message)
         if update is not None:
-            found.setdefault(update.posting_id, []).append(accepted(update))
+            found.setdefault(update.posting_id, []).append(accepted(update, message.partition()))
 
     replay(kafka, Topics(kafka.topic_prefix).postings, range(kafka.partitions), take, timeout_s=300)
     return found
 
 
-def accepted(update: PostingUpdate) -> Accepted:
+def accepted(update: PostingUpdate, partition: int = -1) -> Accepted:
     """One version as the verdict reads it. A DELETED version repeats the text of the
     version before it (the boards close what they had): its notes are that write's marker,
     not a write of its own."""
     marker = "" if update.op == Op.DELETED else update.posting.notes
-    return Accepted(update.version, update.op, update.request_id, marker)
+    return Accepted(update.version, update.op, update.request_id, marker, partition)
 
 
 def check_log(ledger: Ledger, log: dict[str, list[Accepted]]) -> Verdict:

@@ -1,7 +1,9 @@
-"""The fault run's verdict on the log: what counts as lost or applied twice."""
+"""The fault run's verdict on the log: what counts as lost or applied twice; its report's
+stretches without a write."""
 
-from jobpost.chaos.load import Ack, Ledger
-from jobpost.chaos.verify import accepted, check_log
+from jobpost.chaos.load import Ack, Ledger, Sample
+from jobpost.chaos.report import Report
+from jobpost.chaos.verify import Verdict, accepted, check_log
 from schemas.model import Op, Posting, PostingUpdate
 
 
@@ -45,3 +47,15 @@ def test_an_unkeyed_write_applied_twice_is_a_duplicate_and_its_acknowledged_vers
 
     assert verdict.duplicated == ["m-1"]
     assert verdict.lost == ["m-1"]  # acknowledged at 1, but the log's last application of it is 2
+
+
+def test_one_partition_without_writes_shows_while_the_others_go_on():
+    """A sequencer member stuck on its partitions takes their writes away while the other
+    member's keep coming: the overall longest stretch stays short, the partition's does not."""
+    samples = [Sample(float(t), 0.0, True, "a") for t in range(0, 60)]  # partition 0: every second
+    samples += [Sample(float(t), 0.0, True, "b") for t in (0, 1, 2, 50, 51)]  # partition 1: 48 s without
+    samples.append(Sample(30.0, 0.0, False, ""))  # a refused write counts for nothing
+    report = Report(Ledger(samples=samples), Verdict(), [], 1.0, load_ended=60.0, partitions={"a": 0, "b": 1})
+
+    assert report.longest_outage()[0] == 1.0
+    assert report.longest_partition_gap() == (48.0, 1)
