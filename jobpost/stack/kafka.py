@@ -208,7 +208,7 @@ class KafkaServer(Server):
             recorded = node.recorded_cluster_id()
             if recorded:
                 return recorded
-        return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+        return new_cluster_id()
 
     def format_command(self, cluster_id: str) -> list[str]:
         users = [
@@ -219,8 +219,7 @@ class KafkaServer(Server):
             *self._java(),
             "kafka.tools.StorageTool",
             "format",
-            "-t",
-            cluster_id,
+            f"--cluster-id={cluster_id}",  # one token, so no id is ever read as an option
             "-c",
             str(self.config_file),
             *(part for user in users for part in user),
@@ -280,3 +279,13 @@ def _listening(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(1.0)
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def new_cluster_id() -> str:
+    """16 random bytes in URL-safe base64, as Kafka's `Uuid.randomUuid()` makes them: never
+    one starting with "-" (Kafka's rule, since its tools would read such an id as an option;
+    one format in 64 failed with "argument --cluster-id/-t: expected one argument")."""
+    while True:
+        candidate = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            return candidate

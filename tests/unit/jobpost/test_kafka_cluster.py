@@ -290,3 +290,18 @@ def test_status_json_lists_each_node(
         {"name": f"kafka-{i}", "pid": None, "addresses": [f"127.0.0.1:{port}"], "running": False}
         for i, port in ((1, 19092), (2, 19094), (3, 19096))
     ]
+
+
+def test_a_new_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's rule for its own ids: one starting with "-" is read as an option by its tools
+    (one format in 64 failed before this)."""
+    draws = iter([b"\xf8" + bytes(15), bytes(16)])  # the first encodes to "-AAA...", the second to "AAAA..."
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+
+    assert stack.kafka.new_cluster_id() == "A" * 22
+
+
+def test_the_cluster_id_is_passed_as_one_token(tmp_path: Path) -> None:
+    node = stack.KafkaServer(stack.StackSettings(dir=tmp_path))
+
+    assert "--cluster-id=-dash-first" in node.format_command("-dash-first")
