@@ -119,7 +119,7 @@ class Sequencer:
         thread.start()
         while thread.is_alive():
             thread.join(_WATCH_EVERY_S)
-            stuck = session.open_for()
+            stuck = session.transaction.open_for()
             if stuck > self.settings.stuck_after_s:
                 raise SequencerFailed(
                     f"a sequencer transaction has been open for {stuck:.0f} s, long after Kafka "

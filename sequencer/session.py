@@ -7,8 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from confluent_kafka import (
     TIMESTAMP_LOG_APPEND_TIME,
@@ -33,6 +32,7 @@ from sequencer.domain import PartitionState, deadline_of
 from sequencer.placements import Placements, corrected_states, with_corrections
 from sequencer.restore import Restorer
 from sequencer.states import ChangelogRecords
+from sequencer.watch import TransactionTimer
 
 Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report)
 
@@ -71,7 +71,7 @@ class Session:
         self.placements = Placements()  # where this transaction's new versions land
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
-        self._transaction_since: float | None = None  # monotonic time its open transaction began
+        self.transaction = TransactionTimer()  # what the member's watch reads
         self.consumer = Consumer(self.settings.member_config())
         self.producer = Producer(self.settings.producer_config())
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
@@ -100,26 +100,12 @@ class Session:
             self._abort_open_transaction()
             self.restorer.close()
 
-    def open_for(self) -> float:
-        """Seconds its current transaction has been open (0: none is); read by the member's
-        watch from another thread."""
-        since = self._transaction_since
-        return 0.0 if since is None else time.monotonic() - since
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._transaction_since = time.monotonic()
-        try:
-            yield
-        finally:
-            self._transaction_since = None
-
     def _probe_clock(self) -> None:
         """Ask Kafka the time before the first decision (a member that starts behind a
         backlog would otherwise judge old commands by the newest of them): one empty record
         to jobpost.replies in a transaction that is then aborted, so no read_committed
         reader sees it; its acknowledgement carries the broker's append time."""
-        with self._transaction():
+        with self.transaction.open():
             self.producer.begin_transaction()
             self.producer.produce(
                 self.topics.replies, key=b"", value=b"", partition=0, on_delivery=self._told
@@ -142,7 +128,7 @@ class Session:
         for long: the member's next session, under the same transactional id, aborts it
         when it initialises (a broker's fault kept this waiting for seconds)."""
         try:
-            with self._transaction():
+            with self.transaction.open():
                 self.producer.abort_transaction(1)
         except KafkaException as exc:  # none open, or the producer is fenced: nothing to end
             log.debug("no transaction to abort: %s", exc)
@@ -187,7 +173,7 @@ class Session:
         command offsets; commit. Then the same states to the local store, with the offsets
         Kafka acknowledged; a changelog record whose prediction was wrong is corrected in a
         transaction of its own."""
-        with self._transaction():
+        with self.transaction.open():
             self._transact(messages)
 
     def _transact(self, messages: list[Message]) -> None:

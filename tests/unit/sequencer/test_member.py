@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from runtime.kafka import KafkaSettings
 from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
 from sequencer.member import Sequencer, SequencerFailed
+from sequencer.watch import TransactionTimer
 
 KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix="unit")  # no broker is asked
 
@@ -39,19 +39,8 @@ class StandIn:
     ):
         self.stopping = stopping
         self.came_up = True
-        self._since: float | None = None
+        self.transaction = TransactionTimer()
         StandIn.started.append(self)
-
-    def open_for(self) -> float:
-        return 0.0 if self._since is None else time.monotonic() - self._since
-
-    @contextmanager
-    def transaction(self) -> Any:
-        self._since = time.monotonic()
-        try:
-            yield
-        finally:
-            self._since = None
 
     def run(self) -> None:
         type(self).script(self)
@@ -86,7 +75,7 @@ def test_a_session_stuck_in_its_transaction_makes_the_member_give_up() -> None:
     blocked = threading.Event()  # never set: a client call that never returns
 
     def stuck(session: StandIn) -> None:
-        with session.transaction():
+        with session.transaction.open():
             blocked.wait()
 
     started = time.monotonic()
@@ -101,7 +90,7 @@ def test_a_session_stuck_in_its_transaction_makes_the_member_give_up() -> None:
 def test_transactions_that_end_in_time_never_trip_the_watch() -> None:
     def busy(session: StandIn) -> None:
         while not session.stopping.is_set():
-            with session.transaction():
+            with session.transaction.open():
                 time.sleep(0.2)  # well inside stuck_after_s, each one
 
     assert run_for_at_most(member(busy), 2) is None
