@@ -18,19 +18,34 @@ Any failure of a session (an aborted transaction, a fenced producer, a lost brok
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
 from the committed offsets and the changelog, so no state outlives what Kafka committed.
 When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
-and its supervisor restarts it. So it does when a session's transaction has been open for
-`stuck_after_s`: the broker has aborted it long since, so the session is blocked in a Kafka
-client call that ignores its timeout, and a thread blocked in C cannot be stopped. Each
-session runs on a thread of its own, which the member watches.
+and its supervisor restarts it.
+
+Each session runs on a thread of its own, which the member watches. A session whose
+transaction has been open for `stuck_after_s` is blocked in a Kafka client call that
+ignores its own timeout (librdkafka's `send_offsets_to_transaction` waits for ever on a
+coordinator that left the cluster, confluentinc/librdkafka#5456 and #5511), and a thread
+blocked in C cannot be stopped: the member abandons it and starts the next session at
+once. That session's producer, under the same transactional id, fences the stuck one and
+aborts its transaction when it initialises, and its consumer, under the same static
+member name, takes the stuck one's place in the group, so whatever the stuck thread does
+when its call returns is refused by Kafka; it ends then. Only when more than
+`_MAX_STUCK` abandoned sessions are still blocked does the process exit, and at once for a
+dynamic member (no instance id): its next session would be a new member of the group,
+whose rebalance waits for the stuck one to give its partitions up.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import sys
+import sysconfig
 import threading
 import time
+import traceback
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from confluent_kafka import KafkaException
 from prometheus_client import Counter
@@ -44,12 +59,22 @@ log = logging.getLogger(__name__)
 # A session that failed because a broker died is usually replaced at once: the new one
 # finds the moved leaders and coordinators (static membership keeps the partitions).
 FIRST_BACKOFF_S = 0.1
-_WATCH_EVERY_S = 0.5
+_WATCH_EVERY_S = 0.2
+_MAX_STUCK = 3  # abandoned sessions still blocked in the Kafka client, at most
 SESSIONS = Counter("jobpost_sequencer_sessions_total", "Sequencer sessions started (restarts after failures)")
+ABANDONED = Counter(
+    "jobpost_sequencer_sessions_abandoned_total",
+    "Sequencer sessions left blocked in a Kafka client call and replaced by a new one",
+)
 
 
 class SequencerFailed(RuntimeError):
-    """No session could be brought up for too long, or one is stuck: the process should exit."""
+    """No session could be brought up for too long, or too many are stuck: the process
+    should exit."""
+
+
+class SessionStuck(RuntimeError):
+    """The session's transaction stayed open too long: it was abandoned."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +94,8 @@ class Sequencer:
         self._stop = threading.Event()
         self._status = SequencerStatus()
         self._status_lock = threading.Lock()
+        self._current = 0  # the number of the session whose news the status shows
+        self._stuck: list[threading.Thread] = []  # abandoned sessions' threads
         self.clock = BrokerClock()
 
     @property
@@ -84,19 +111,25 @@ class Sequencer:
         last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
-            session = self._session_type(self.settings, self._stop, self._report, self.clock)
+            with self._status_lock:
+                self._current += 1
+            report = functools.partial(self._report_from, self._current)
+            session = self._session_type(self.settings, self._stop, report, self.clock)
             try:
                 self._watch(session)
                 backoff = FIRST_BACKOFF_S
             except SequencerFailed:
                 raise
             except Exception as exc:  # any failure ends the session, never the member
+                expected = isinstance(exc, KafkaException | TimeoutError | SessionStuck)
                 log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
-                            exc_info=not isinstance(exc, KafkaException | TimeoutError))  # fmt: skip
+                            exc_info=not expected)  # fmt: skip
             finally:
                 if session.came_up:
                     last_up = time.monotonic()
-                self._report(session_up=False, assigned=frozenset(), restoring=frozenset())
+                self._report_from(
+                    self._current, session_up=False, assigned=frozenset(), restoring=frozenset()
+                )
             if time.monotonic() - last_up > self.settings.give_up_after_s:
                 raise SequencerFailed(
                     f"no sequencer session came up for {self.settings.give_up_after_s:.0f} s"
@@ -106,7 +139,7 @@ class Sequencer:
 
     def _watch(self, session: Session) -> None:
         """Run the session on a thread of its own until it ends, and raise what it raised;
-        `SequencerFailed` once its transaction has been open for `stuck_after_s`."""
+        once its transaction has been open for `stuck_after_s`, abandon it."""
         failure: list[BaseException] = []
 
         def run() -> None:
@@ -120,18 +153,49 @@ class Sequencer:
         while thread.is_alive():
             thread.join(_WATCH_EVERY_S)
             stuck = session.transaction.open_for()
-            if stuck > self.settings.stuck_after_s:
-                raise SequencerFailed(
-                    f"a sequencer transaction has been open for {stuck:.0f} s, long after Kafka "
-                    "aborted it: its session is stuck in a Kafka client call"
-                )
+            if stuck > self.settings.stuck_after_s and thread.is_alive():
+                self._abandon(session, thread, stuck)
         if failure:
             raise failure[0]
 
-    def _report(self, **changes: object) -> None:
-        """A session's news: a new snapshot with these fields changed."""
+    def _abandon(self, session: Session, thread: threading.Thread, stuck: float) -> None:
+        where = _blocked_in(thread)
+        if self.settings.instance_id is None:
+            # A dynamic member's next session is a new member of the group, which would
+            # wait for the stuck one to let its partitions go: only a process exit ends it.
+            raise SequencerFailed(f"a sequencer session is blocked for {stuck:.1f} s in {where}")
         with self._status_lock:
-            self._status = replace(self._status, **changes)  # type: ignore[arg-type]
+            self._current += 1  # nothing the abandoned session reports counts any more
+        session.abandon()
+        ABANDONED.inc()
+        self._stuck = [t for t in self._stuck if t.is_alive()] + [thread]
+        if len(self._stuck) > _MAX_STUCK:
+            raise SequencerFailed(
+                f"{len(self._stuck)} sequencer sessions are blocked in Kafka client calls, the last "
+                f"for {stuck:.1f} s in {where}"
+            )
+        raise SessionStuck(
+            f"its transaction has been open for {stuck:.1f} s, blocked in {where}: abandoned, "
+            "the next session fences it"
+        )
+
+    def _report_from(self, number: int, **changes: object) -> None:
+        """Session `number`'s news (a new snapshot with these fields changed), unless a newer
+        session has begun since."""
+        with self._status_lock:
+            if number == self._current:
+                self._status = replace(self._status, **changes)  # type: ignore[arg-type]
+
+
+def _blocked_in(thread: threading.Thread) -> str:
+    """Where a thread is: file, line and code of its innermost frame outside the standard
+    library (a call into the Kafka client has no frame of its own)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    stdlib = sysconfig.get_paths()["stdlib"]
+    frames = [f for f in traceback.extract_stack(frame) if not f.filename.startswith(stdlib)] if frame else []
+    if not frames:
+        return "an unknown place"
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno} ({frames[-1].line})"
 
 
 def run_or_exit(sequencer: Sequencer) -> None:

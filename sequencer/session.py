@@ -71,6 +71,7 @@ class Session:
         self.placements = Placements()  # where this transaction's new versions land
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
+        self.abandoned = False  # set by the member's thread: end as soon as Kafka lets us
         self.transaction = TransactionTimer()  # what the member's watch reads
         self.consumer = Consumer(self.settings.member_config())
         self.producer = Producer(self.settings.producer_config())
@@ -88,7 +89,7 @@ class Session:
                 on_revoke=self._on_revoke,
                 on_lost=self._on_revoke,
             )
-            while not self.stopping.is_set():
+            while not (self.stopping.is_set() or self.abandoned):
                 messages = poll_batch(self.consumer, self.settings.max_batch, 0.1)
                 if not self.came_up:
                     self.came_up = True
@@ -99,6 +100,14 @@ class Session:
             self.consumer.close()
             self._abort_open_transaction()
             self.restorer.close()
+
+    def abandon(self) -> None:
+        """The member's thread gives up on this session, stuck in a transaction's Kafka
+        call: it ends when the call returns, and its stores are closed now, for the next
+        session to open (it touches them only after a commit, which Kafka refuses once the
+        next session's producer has fenced this one's)."""
+        self.abandoned = True
+        self.stores.close()
 
     def _probe_clock(self) -> None:
         """Ask Kafka the time before the first decision (a member that starts behind a

@@ -1,8 +1,10 @@
-"""The member's watch over its sessions: a failed session is replaced, and a session whose
-transaction stays open long after Kafka would have aborted it (a Kafka client call past its
-own timeout, which no thread can interrupt) makes the member give up, so the process exits
-and its supervisor restarts it. Sessions here are stand-ins that only open and close
-transactions: what is watched is the member's logic, not Kafka."""
+"""The member's watch over its sessions: a failed session is replaced, and so at once is a
+session whose transaction stays open too long (a Kafka client call past its own timeout,
+which no thread can interrupt): it is abandoned, its news no longer count, and only when
+too many abandoned sessions are still blocked does the member give up, so the process
+exits and its supervisor restarts it. Sessions here are stand-ins that only open and close
+transactions and report: what is watched is the member's logic, not Kafka (that the next
+session fences a stuck one is tests/integration/sequencer/test_stuck_session.py)."""
 
 from __future__ import annotations
 
@@ -11,21 +13,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from confluent_kafka import KafkaError, KafkaException
-from pydantic import ValidationError
 
 from runtime.kafka import KafkaSettings
 from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
-from sequencer.member import Sequencer, SequencerFailed
+from sequencer.member import _MAX_STUCK, Sequencer, SequencerFailed
 from sequencer.watch import TransactionTimer
 
 KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix="unit")  # no broker is asked
 
 
 def settings(**changes: Any) -> SequencerSettings:
-    return SequencerSettings(kafka=KAFKA, **{"transaction_timeout_ms": 100, "stuck_after_s": 0.5, **changes})
+    defaults = {"transaction_timeout_ms": 100, "stuck_after_s": 0.5, "instance_id": "unit-member"}
+    return SequencerSettings(kafka=KAFKA, **{**defaults, **changes})
 
 
 class StandIn:
@@ -35,12 +36,17 @@ class StandIn:
     script: Callable[[StandIn], None] = staticmethod(lambda session: None)
 
     def __init__(
-        self, _settings: SequencerSettings, stopping: threading.Event, _report: Any, _clock: BrokerClock
+        self, _settings: SequencerSettings, stopping: threading.Event, report: Any, _clock: BrokerClock
     ):
         self.stopping = stopping
+        self.report = report
         self.came_up = True
+        self.abandoned = threading.Event()
         self.transaction = TransactionTimer()
         StandIn.started.append(self)
+
+    def abandon(self) -> None:
+        self.abandoned.set()
 
     def run(self) -> None:
         type(self).script(self)
@@ -71,20 +77,61 @@ def run_for_at_most(sequencer: Sequencer, seconds: float) -> BaseException | Non
     return raised[0] if raised else None
 
 
-def test_a_session_stuck_in_its_transaction_makes_the_member_give_up() -> None:
-    blocked = threading.Event()  # never set: a client call that never returns
+def test_a_session_stuck_in_its_transaction_is_abandoned_and_replaced_at_once() -> None:
+    released = threading.Event()  # a client call that returns only when the test says so
+
+    def first_sticks(session: StandIn) -> None:
+        if len(StandIn.started) == 1:
+            with session.transaction.open():
+                released.wait()
+            session.report(assigned=frozenset({0, 1, 2}))  # news from a session given up on
+            return
+        session.report(session_up=True, assigned=frozenset({4}))
+        session.stopping.wait()
+
+    sequencer = member(first_sticks)
+    statuses: list[frozenset[int]] = []
+    replaced_after: list[float] = []
+
+    def watch() -> None:
+        while sequencer.status.assigned != {4} and time.monotonic() - started < 3:
+            time.sleep(0.05)
+        replaced_after.append(time.monotonic() - started)
+        released.set()  # the replacement is up; now the stuck call returns
+        for _ in range(10):
+            statuses.append(sequencer.status.assigned)
+            time.sleep(0.1)
+
+    started = time.monotonic()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    raised = run_for_at_most(sequencer, 3.5)
+    watcher.join()
+
+    assert raised is None
+    assert len(StandIn.started) == 2
+    first, second = StandIn.started
+    assert first.abandoned.is_set() and not second.abandoned.is_set()
+    assert set(statuses) == {frozenset({4})}  # the abandoned session's news never counted
+    assert replaced_after[0] < 2  # stuck_after_s (0.5 s), the next look, a short backoff
+
+
+def test_too_many_sessions_stuck_at_once_make_the_member_give_up() -> None:
+    blocked = threading.Event()  # never set: client calls that never return
 
     def stuck(session: StandIn) -> None:
         with session.transaction.open():
             blocked.wait()
 
     started = time.monotonic()
-    raised = run_for_at_most(member(stuck), 10)
+    raised = run_for_at_most(member(stuck), 15)
 
     assert isinstance(raised, SequencerFailed)
-    assert "open for" in str(raised)
-    assert 0.5 <= time.monotonic() - started < 5  # stuck_after_s, then the next look
-    assert len(StandIn.started) == 1  # not replaced: a session stuck in C cannot be ended
+    assert "blocked in Kafka client calls" in str(raised)
+    assert "test_member.py" in str(raised)  # it says where the stuck thread is
+    assert len(StandIn.started) == _MAX_STUCK + 1
+    assert all(session.abandoned.is_set() for session in StandIn.started)
+    assert time.monotonic() - started < 10  # stuck_after_s (0.5 s) each, and short backoffs
 
 
 def test_transactions_that_end_in_time_never_trip_the_watch() -> None:
@@ -107,6 +154,14 @@ def test_a_failed_session_is_replaced_by_a_new_one() -> None:
     assert len(StandIn.started) == 2
 
 
-def test_the_watch_must_outlast_the_transaction_timeout() -> None:
-    with pytest.raises(ValidationError, match="longer than the transaction timeout"):
-        settings(transaction_timeout_ms=6000, stuck_after_s=5)
+def test_a_dynamic_member_with_a_stuck_session_gives_up_at_once() -> None:
+    blocked = threading.Event()  # never set
+
+    def stuck(session: StandIn) -> None:
+        with session.transaction.open():
+            blocked.wait()
+
+    raised = run_for_at_most(member(stuck, instance_id=None), 5)
+
+    assert isinstance(raised, SequencerFailed)
+    assert len(StandIn.started) == 1  # its successor would be a new member the group waits on
