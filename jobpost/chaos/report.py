@@ -67,12 +67,7 @@ class Report:
                 + ", ".join(f"{name} {value:.0f}" for name, value in counters.items())
                 for api, counters in self.members.items()
             ),
-            *(
-                f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
-                f"{self.longest_gap(w.started, min(w.ended + 30, self.load_ended)):.1f} s at most, "
-                "until 30 s after it (or the end of the load)"
-                for w in self.windows
-            ),
+            *(self._fault_line(w) for w in self.windows),
         ]
 
     @property
@@ -96,21 +91,43 @@ class Report:
         edges = [start, *done, end]
         return max(b - a for a, b in itertools.pairwise(edges))
 
-    def longest_partition_gap(self) -> tuple[float, int]:
-        """The longest time, from the first acknowledged write to the end of the load, in
-        which one partition had no write acknowledged, and that partition: a sequencer
-        member that stalls takes its partitions' writes away while the others go on."""
+    def longest_partition_gap(
+        self, start: float | None = None, end: float | None = None
+    ) -> tuple[float, int]:
+        """The longest time in [start, end] (default: from the first acknowledged write to
+        the end of the load) in which one partition had no write acknowledged, and that
+        partition: a sequencer member that stalls takes its partitions' writes away while
+        the others go on."""
         done: dict[int, list[float]] = {}
         for s in self.ledger.samples:
             if s.ok and s.posting_id in self.partitions:
                 done.setdefault(self.partitions[s.posting_id], []).append(s.started + s.latency_s)
         if not done:
             return 0.0, -1
-        start = min(min(times) for times in done.values())
-        end = min(self.load_ended, max(max(times) for times in done.values()))
+        if start is None:
+            start = min(min(times) for times in done.values())
+        if end is None:
+            end = min(self.load_ended, max(max(times) for times in done.values()))
         return max(
-            (max(b - a for a, b in itertools.pairwise([start, *sorted(times), end])), partition)
-            for partition, times in done.items()
+            (
+                max(
+                    b - a
+                    for a, b in itertools.pairwise(
+                        [start, *sorted(t for t in times if start <= t <= end), end]
+                    )
+                ),
+                n,
+            )
+            for n, times in done.items()
+        )
+
+    def _fault_line(self, w: FaultWindow) -> str:
+        until = min(w.ended + 30, self.load_ended)
+        gap, partition = self.longest_partition_gap(w.started, until)
+        return (
+            f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
+            f"{self.longest_gap(w.started, until):.1f} s at most, on one partition {gap:.1f} s "
+            f"(number {partition}), until 30 s after it (or the end of the load)"
         )
 
     def _partition_line(self) -> str:

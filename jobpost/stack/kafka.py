@@ -158,6 +158,12 @@ class KafkaServer(Server):
             # a node that misses heartbeats for 3 s has died or stalled.
             "broker.session.timeout.ms": "3000",
             "broker.heartbeat.interval.ms": "500",
+            # How long a broker's own requests to another wait for an answer (default 30 s),
+            # among them the transaction coordinator's commit and abort markers: one sent to
+            # a node that stalled held a transaction's end, and so its producer's successor,
+            # until the node woke 20 s later (`make chaos`); on time-out it goes to the
+            # partition's new leader.
+            "request.timeout.ms": "5000",
             # A crashed sequencer member's open transaction holds its successor back until
             # the broker aborts it: at most this long after its timeout (default 10 s).
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",

@@ -59,3 +59,5 @@ def test_one_partition_without_writes_shows_while_the_others_go_on():
 
     assert report.longest_outage()[0] == 1.0
     assert report.longest_partition_gap() == (48.0, 1)
+    assert report.longest_partition_gap(40.0, 60.0) == (10.0, 1)  # within a fault's window: from its start
+    assert report.longest_partition_gap(0.0, 40.0) == (38.0, 1)  # to the window's end
