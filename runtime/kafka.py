@@ -225,17 +225,20 @@ _lag_recorded_at: dict[str, float] = {}
 
 def record_lag(consumer: Consumer, group: str, committed: list[TopicPartition]) -> None:
     """Publish end offset minus committed offset for each partition just committed, at
-    most every few seconds per group (asking the broker for the end costs a request)."""
+    most every few seconds per group. The end is the high watermark of the consumer's
+    last fetch (cached): asking the broker would cost a request, and block a reader for
+    as long as a stalled broker keeps it waiting (the sequencer's for 3 s in `make chaos`)."""
     now = time.monotonic()
     if now - _lag_recorded_at.get(group, -_LAG_EVERY_S) < _LAG_EVERY_S:
         return
     _lag_recorded_at[group] = now
     for tp in committed:
         try:
-            _, high = consumer.get_watermark_offsets(tp, timeout=2, cached=False)
+            _, high = consumer.get_watermark_offsets(tp, cached=True)
         except KafkaException:
             continue
-        CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))
+        if high >= 0:  # negative: no fetch has told it yet
+            CONSUMER_LAG.labels(group, str(tp.partition)).set(max(0, high - tp.offset))
 
 
 def produce_waiting(

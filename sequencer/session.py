@@ -183,9 +183,10 @@ class Session:
         Kafka acknowledged; a changelog record whose prediction was wrong is corrected in a
         transaction of its own."""
         with self.transaction.open():
-            self._transact(messages)
+            positions = self._transact(messages)
+        record_lag(self.consumer, self.settings.group, positions)
 
-    def _transact(self, messages: list[Message]) -> None:
+    def _transact(self, messages: list[Message]) -> list[TopicPartition]:
         started = time.perf_counter()
         offsets: dict[int, int] = {}
         positions: list[TopicPartition] = []
@@ -218,12 +219,12 @@ class Session:
         for number, puts in with_corrections(changes, corrected).items():
             written = self._written.pop(number, None)
             self.states[number].store.put(puts, None if written is None else written + 1)
-        record_lag(self.consumer, self.settings.group, positions)
         BATCH_SIZE.observe(len(messages))
         elapsed = time.perf_counter() - started
         TRANSACTION_SECONDS.observe(elapsed)
         for _ in range(sequenced):
             write_stages.observe("transaction", elapsed)
+        return positions
 
     def _changes(self) -> dict[int, ChangelogRecords]:
         """The changelog records of the postings this batch changed, per partition, each
