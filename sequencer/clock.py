@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaError, Message
+
 MAX_DRIFT = 1e-3  # 1,000 ppm: far more than a crystal's or an NTP-disciplined clock's error
 
 
@@ -43,6 +45,13 @@ class BrokerClock:
         offset = broker_millis - at * 1000
         if self._offset_ms is None or offset > self._carried(at):
             self._offset_ms, self._bounded_at = offset, at
+
+    def acknowledged(self, error: KafkaError | None, message: Message) -> None:
+        """A producer's delivery report: the time its broker appended the record."""
+        if error is None:
+            kind, millis = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                self.observe(millis)
 
     def now_millis(self) -> int:
         """The broker's time now, never ahead of it."""

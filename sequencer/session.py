@@ -34,7 +34,7 @@ from sequencer.restore import Restorer
 from sequencer.states import ChangelogRecords
 from sequencer.watch import TransactionTimer
 
-Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report)
+Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report_from)
 
 log = logging.getLogger(__name__)
 
@@ -117,19 +117,12 @@ class Session:
         with self.transaction.open():
             self.producer.begin_transaction()
             self.producer.produce(
-                self.topics.replies, key=b"", value=b"", partition=0, on_delivery=self._told
+                self.topics.replies, key=b"", value=b"", partition=0, on_delivery=self.clock.acknowledged
             )
             self.producer.flush(30)
             self.producer.abort_transaction(30)
         if not self.clock.known:
             raise ClockUnknown(f"{self.topics.replies} does not stamp LogAppendTime: run `jobpost topics`")
-
-    def _told(self, error: KafkaError | None, message: Message) -> None:
-        """The acknowledgement of a reply: the time its broker appended it."""
-        if error is None:
-            kind, millis = message.timestamp()
-            if kind == TIMESTAMP_LOG_APPEND_TIME:
-                self.clock.observe(millis)
 
     def _abort_open_transaction(self) -> None:
         """A failed session may leave its transaction open, holding every read_committed
@@ -295,7 +288,7 @@ class Session:
             self.topics.replies,
             key=command.correlation_id,
             value=codec.replies().encode(decision.result.reply_to(command)),
-            on_delivery=self._told,
+            on_delivery=self.clock.acknowledged,
         )
         COMMANDS.labels(decision.result.outcome.lower()).inc()
         return 1

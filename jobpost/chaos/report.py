@@ -83,13 +83,7 @@ class Report:
 
     def longest_gap(self, start: float, end: float) -> float:
         """The longest time in [start, end] in which no write was acknowledged."""
-        done = sorted(
-            s.started + s.latency_s
-            for s in self.ledger.samples
-            if s.ok and start <= s.started + s.latency_s <= end
-        )
-        edges = [start, *done, end]
-        return max(b - a for a, b in itertools.pairwise(edges))
+        return _longest_stretch([s.started + s.latency_s for s in self.ledger.samples if s.ok], start, end)
 
     def longest_partition_gap(
         self, start: float | None = None, end: float | None = None
@@ -108,18 +102,7 @@ class Report:
             start = min(min(times) for times in done.values())
         if end is None:
             end = min(self.load_ended, max(max(times) for times in done.values()))
-        return max(
-            (
-                max(
-                    b - a
-                    for a, b in itertools.pairwise(
-                        [start, *sorted(t for t in times if start <= t <= end), end]
-                    )
-                ),
-                n,
-            )
-            for n, times in done.items()
-        )
+        return max((_longest_stretch(times, start, end), n) for n, times in done.items())
 
     def _fault_line(self, w: FaultWindow) -> str:
         until = min(w.ended + 30, self.load_ended)
@@ -141,6 +124,12 @@ class Report:
         gap, end = max((b - a, b) for a, b in itertools.pairwise(done))
         cause = next((w.name for w in self.windows if w.started - 1 <= end - gap <= w.ended + 5), "no fault")
         return gap, cause
+
+
+def _longest_stretch(times: list[float], start: float, end: float) -> float:
+    """The longest time in [start, end] between two of `times` (or an edge)."""
+    inside = sorted(t for t in times if start <= t <= end)
+    return max(b - a for a, b in itertools.pairwise([start, *inside, end]))
 
 
 def _percentiles(samples: list[float]) -> str:
