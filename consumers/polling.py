@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
-from runtime.kafka import KafkaSettings, is_record, poll_batch, record_lag
+from runtime.kafka import GATHERED_FETCH, KafkaSettings, is_record, poll_batch, record_lag
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class KafkaPolling:
     def _run(self) -> None:
         try:
             self.consumer = Consumer(self.member_config)
-            self.requests = Consumer(self.kafka.consumer_config(self.requests_group))
+            self.requests = Consumer(self.kafka.consumer_config(self.requests_group, **GATHERED_FETCH))
             self.consumer.subscribe(
                 [self.postings_topic],
                 on_assign=self._on_assign,

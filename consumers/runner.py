@@ -39,7 +39,7 @@ from consumers.redrive import request_item
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from runtime import records
-from runtime.kafka import coordinates
+from runtime.kafka import GATHERED_FETCH, coordinates
 from runtime.stores import Stores
 from schemas.topics import Topics
 
@@ -95,7 +95,10 @@ class DeliveryRunner:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        member = self.settings.kafka.member_config(self.settings.group, self.settings.session_timeout_ms)
+        member = {
+            **self.settings.kafka.member_config(self.settings.group, self.settings.session_timeout_ms),
+            **GATHERED_FETCH,
+        }
         requests = (self.topics.postings, self.topics.redrive(self.name))
         self.polling = KafkaPolling(
             self.settings.kafka, member, f"{self.settings.group}-redrive", requests, self.producer, self, loop

@@ -27,7 +27,7 @@ from runtime import records
 from runtime.dead_letters import dead_letter
 from runtime.deliveries import event_record, publish, state_record
 from runtime.http import retryable_status
-from runtime.kafka import coordinates, is_record, poll_batch, record_lag
+from runtime.kafka import GATHERED_FETCH, coordinates, is_record, poll_batch, record_lag
 from runtime.outbox import Outgoing, deliver_all
 from schemas.deliveries import delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome
@@ -70,7 +70,7 @@ class SearchIndexer:
             kafka.consumer_config(
                 self.settings.group,
                 # An outage of the search server holds a batch while it is retried.
-                **{"max.poll.interval.ms": 900_000},
+                **{"max.poll.interval.ms": 900_000, **GATHERED_FETCH},
             )
         )
         producer = self._producer = Producer(kafka.producer_config())

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
@@ -70,6 +71,7 @@ class LogView:
     it started following (readiness)."""
 
     reader = "view"
+    fetch: Mapping[str, Any] = {}  # its follower's fetch properties (GATHERED_FETCH: no read waits on it)
 
     def __init__(self, kafka: KafkaSettings, topic: str, state: StateSettings | None = None) -> None:
         self.kafka = kafka
@@ -170,7 +172,7 @@ class LogView:
                 self._stop.wait(1.0)
 
     def _follow_once(self) -> None:
-        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER))
+        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER, **self.fetch))
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
             partitions = sorted(metadata.partitions)
