@@ -1,0 +1,107 @@
+"""The floor under a write's latency that Kafka itself sets on this machine: the sequencer's
+round trip with nothing of jobpost in it. A client produces a small command at a fixed rate
+(100/s, as issue 26's open loop); one loop reads the commands (read_committed) and, per poll,
+opens a transaction, produces three records (a version, a changelog record, the reply),
+puts the command offsets in the transaction and commits, as `sequencer.session` does; a
+third reads the replies. Printed: the command-to-reply latency, with the offsets in the
+transaction and without them (what exactly-once costs in round trips), the broker's only
+company being these three clients.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench.common import delete_prefix, local_kafka, percentiles
+from bench.system import SERVERS, _java_pids, cpu_seconds
+from runtime.kafka import KafkaSettings, poll_batch
+from runtime.topics import ensure_topics
+from schemas.topics import Topics
+from sequencer.config import SequencerSettings
+
+RATE = 100.0
+SECONDS = 20.0
+VALUE = b"x" * 500  # about a PostingUpdate's size
+
+
+def round_trips(
+    kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: float
+) -> tuple[list[float], float]:
+    """The latencies, and the broker's CPU seconds over the load."""
+    topics = Topics(kafka.topic_prefix)
+    sequencer = SequencerSettings(kafka=kafka, instance_id=f"floor{uuid.uuid4().hex[:6]}")
+    producer = Producer(sequencer.producer_config())
+    member = Consumer(sequencer.member_config())
+    replies = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-floor-replies-{uuid.uuid4().hex[:6]}"))
+    client = Producer(kafka.producer_config(**{"linger.ms": 1}))
+    sent: dict[bytes, float] = {}
+    latencies: list[float] = []
+    stop = threading.Event()
+
+    def sequence() -> None:
+        producer.init_transactions(30)
+        member.subscribe([topics.commands])
+        while not stop.is_set():
+            messages = [m for m in poll_batch(member, 500, 0.1) if m.error() is None]
+            if not messages:
+                continue
+            producer.begin_transaction()
+            for m in messages:
+                partition = m.partition()
+                producer.produce(topics.postings, key=m.key(), value=VALUE, partition=partition)
+                producer.produce(topics.sequencer_state, key=m.key(), value=VALUE[:100], partition=partition)
+                producer.produce(topics.replies, key=m.value(), value=b"ok")
+            if with_offsets:
+                offsets = [TopicPartition(topics.commands, m.partition(), m.offset() + 1) for m in messages]
+                producer.send_offsets_to_transaction(offsets, member.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+
+    def read_replies() -> None:
+        replies.subscribe([topics.replies])
+        while not stop.is_set():
+            for m in poll_batch(replies, 500, 0.1):
+                if m.error() is None and m.key() in sent:
+                    latencies.append(time.perf_counter() - sent.pop(m.key()))
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (sequence, read_replies)]
+    for thread in threads:
+        thread.start()
+    time.sleep(8)  # both groups joined, the transaction initialised
+    latencies.clear()
+    broker = {"kafka": _java_pids(SERVERS["kafka"])}
+    before = cpu_seconds(broker)["kafka"]
+    started = time.perf_counter()
+    for n in range(int(rate * seconds)):
+        time.sleep(max(0.0, started + n / rate - time.perf_counter()))
+        correlation = uuid.uuid4().hex.encode()
+        sent[correlation] = time.perf_counter()
+        client.produce(topics.commands, key=f"p{n % 1000}", value=correlation)
+        client.poll(0)
+    client.flush(10)
+    time.sleep(2)
+    spent = cpu_seconds(broker)["kafka"] - before
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    for closing in (member, replies):
+        closing.close()
+    return latencies, spent
+
+
+def main(rate: float = RATE, seconds: float = SECONDS) -> None:
+    for with_offsets in (True, False):
+        kafka = local_kafka()
+        ensure_topics(kafka)
+        try:
+            found, broker_s = round_trips(kafka, with_offsets, rate, seconds)
+        finally:
+            delete_prefix(kafka)
+        how = "offsets in the transaction" if with_offsets else "no offsets in the transaction"
+        cpu_ms = 1000 * broker_s / max(len(found), 1)
+        print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
+              f"{len(found)} of {int(rate * seconds)} answered, {percentiles(found)}, "
+              f"the broker's CPU {cpu_ms:.2f} ms per command", flush=True)  # fmt: skip
