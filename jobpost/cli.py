@@ -166,7 +166,10 @@ def _sandbox(args: argparse.Namespace) -> int:
 
     from jobpost.sandbox import create_sandbox
 
-    uvicorn.run(create_sandbox(), host=args.host, port=args.port, log_level="warning")
+    # A call the sandbox holds (a fault that delays its answer) does not hold its stop.
+    uvicorn.run(
+        create_sandbox(), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5
+    )
     return 0
 
 

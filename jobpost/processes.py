@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from jobpost.supervisor import STOP_WITHIN_S
 from runtime.kafka import KafkaSettings
 
 LOG_DIR = Path(__file__).resolve().parent.parent / ".stack" / "logs" / "processes"
@@ -97,7 +98,9 @@ class Process:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
             try:
-                self.popen.wait(15)
+                # Longer than `jobpost run` gives its components, so a run is not killed
+                # while it still stops them.
+                self.popen.wait(STOP_WITHIN_S + 10)
             except subprocess.TimeoutExpired:
                 self.kill()
 
