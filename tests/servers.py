@@ -22,6 +22,8 @@ import tarfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
+from confluent_kafka.schema_registry import SchemaRegistryClient
+
 from jobpost import stack
 from runtime.kafka import KafkaSettings
 
@@ -95,6 +97,13 @@ def schema_registry_url() -> Iterator[str]:
         yield os.environ["SCHEMA_REGISTRY_URL"]
     else:
         yield from _local(stack.RegistryServer, lambda s: s.registry_url)
+
+
+def registry_client(url: str) -> SchemaRegistryClient:
+    """confluent-kafka's client of the registry, with a timeout: without one a response
+    the registry never sent held a test until pytest's 10-minute limit (a CI run); with
+    one the client retries the request (`max.retries`, on transport errors)."""
+    return SchemaRegistryClient({"url": url, "timeout": 10})
 
 
 # Kafka: one KRaft broker + controller. Clients reach the PLAINTEXT listener through a port

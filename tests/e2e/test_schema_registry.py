@@ -7,7 +7,6 @@ import time
 
 import httpx
 from confluent_kafka import Message, Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -19,6 +18,7 @@ from schemas.topics import Topics
 from tests.e2e.conftest import started_system
 from tests.e2e.test_journey import progress, titles
 from tests.processes import Process, kafka_env, wait_until
+from tests.servers import registry_client
 
 
 def every_record(kafka: KafkaSettings, topic: str) -> list[Message]:
@@ -30,7 +30,7 @@ def every_record(kafka: KafkaSettings, topic: str) -> list[Message]:
 def a_posting_written_by_avro_serializer(registry_url: str, kafka: KafkaSettings, topic: str) -> str:
     """A CREATED version of a new posting, encoded by confluent-kafka with our schema file."""
     serialize = AvroSerializer(
-        SchemaRegistryClient({"url": registry_url}), (codec.AVRO_DIR / "posting_update.v3.avsc").read_text()
+        registry_client(registry_url), (codec.AVRO_DIR / "posting_update.v3.avsc").read_text()
     )
     now = int(time.time() * 1000)
     posting_id = "written-by-avro-serializer"
@@ -87,7 +87,7 @@ def test_registry_mode_from_create_to_both_boards_and_search(
 
     # Every record every producer wrote is in the registry's format, and AvroDeserializer
     # (asking the registry for each id) reads it.
-    deserialize = AvroDeserializer(SchemaRegistryClient({"url": schema_registry_url}))
+    deserialize = AvroDeserializer(registry_client(schema_registry_url))
     postings = [m for m in every_record(kafka, topics.postings) if m.value() is not None]
     assert len(postings) == 4  # three versions of ours, one of theirs
     for topic in value_codecs(topics):

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from confluent_kafka import Message, Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -21,6 +20,7 @@ from schemas import codec, framing
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.subjects import subject, value_codecs
 from schemas.topics import Topics
+from tests.servers import registry_client
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def test_confluent_kafkas_avro_deserializer_reads_what_we_write(kafka, topics, s
     update = an_update()
     produced(kafka, topics.postings, update.posting_id, codec.posting_updates().encode(update))
 
-    deserialize = AvroDeserializer(SchemaRegistryClient({"url": schema_registry_url}))
+    deserialize = AvroDeserializer(registry_client(schema_registry_url))
     (message,) = read_back(kafka, topics.postings)
     value = deserialize(message.value(), SerializationContext(topics.postings, MessageField.VALUE))
     assert value == {**update.to_avro(), "op": "CREATED"}
@@ -137,7 +137,7 @@ def test_confluent_kafkas_avro_deserializer_reads_what_we_write(kafka, topics, s
 def test_our_readers_accept_what_avro_serializer_writes(kafka, topics, schema_registry_url):
     use_schema_registry(settings(schema_registry_url), topics)
     serialize = AvroSerializer(
-        SchemaRegistryClient({"url": schema_registry_url}),
+        registry_client(schema_registry_url),
         (codec.AVRO_DIR / "posting_update.v3.avsc").read_text(),
     )
     update = an_update("p-theirs", 4)
