@@ -23,7 +23,7 @@ from consumers.delivery import DELIVERIES
 from consumers.main import client_session, destination_for
 from consumers.runner import DeliveryRunner
 from jobpost import stack
-from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from schemas import codec
 from schemas.model import Destination, Op, Posting, PostingUpdate
@@ -126,7 +126,7 @@ def main() -> None:
     port = free_port()
     sandbox_process = Process("bench-sandbox", ["sandbox", "--port", str(port)], {})
     sandbox = f"http://127.0.0.1:{port}"
-    wait_until(lambda: _answers(sandbox), 30, "sandbox")
+    wait_until(lambda: answers(f"{sandbox}/docs"), 30, "sandbox")
     try:
         httpx.put(f"{sandbox}/_sandbox/linkedin/faults", json={"mode": "none", "latency_ms": LATENCY_MS})
         kafka = local_kafka()
@@ -149,10 +149,3 @@ def main() -> None:
         print(f"accepted write -> applied at a board (healthy boards): {percentiles(latencies)}")
     finally:
         sandbox_process.stop()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/docs").status_code == 200
-    except httpx.HTTPError:
-        return False

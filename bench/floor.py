@@ -17,9 +17,9 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.common import delete_prefix, local_kafka, percentiles
-from bench.system import SERVERS, _java_pids, cpu_seconds
+from bench.system import SERVERS, cpu_seconds, java_pids
+from jobpost.processes import wait_until
 from runtime.kafka import KafkaSettings, poll_batch
-from runtime.topics import ensure_topics
 from schemas.topics import Topics
 from sequencer.config import SequencerSettings
 
@@ -70,9 +70,18 @@ def round_trips(
     threads = [threading.Thread(target=t, daemon=True) for t in (sequence, read_replies)]
     for thread in threads:
         thread.start()
-    time.sleep(8)  # both groups joined, the transaction initialised
+
+    # Until a command goes round (both groups joined, the transaction initialised).
+    def warmed_up() -> bool:
+        sent[b"warm-up"] = time.perf_counter()
+        client.produce(topics.commands, key="warm-up", value=b"warm-up")
+        client.flush(5)
+        time.sleep(0.2)
+        return bool(latencies)
+
+    wait_until(warmed_up, 60, "a first round trip")
     latencies.clear()
-    broker = {"kafka": _java_pids(SERVERS["kafka"])}
+    broker = {"kafka": java_pids(SERVERS["kafka"])}
     before = cpu_seconds(broker)["kafka"]
     started = time.perf_counter()
     for n in range(int(rate * seconds)):
@@ -94,8 +103,7 @@ def round_trips(
 
 def main(rate: float = RATE, seconds: float = SECONDS) -> None:
     for with_offsets in (True, False):
-        kafka = local_kafka()
-        ensure_topics(kafka)
+        kafka = local_kafka()  # its topics made
         try:
             found, broker_s = round_trips(kafka, with_offsets, rate, seconds)
         finally:

@@ -34,7 +34,7 @@ from bench.probes import (
 )
 from bench.seed import Seeded, seed
 from bench.write_path import closed_loop, open_loop
-from jobpost.processes import ApiProcess, Process, free_port, kafka_env, wait_until
+from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 
 RESULTS = Path(__file__).with_name("results")
@@ -108,7 +108,7 @@ def board_consumer(kafka: KafkaSettings, api: ApiProcess, seeded: Seeded, state_
         "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox_url}/linkedin",
     }
     try:
-        wait_until(lambda: _answers(f"{sandbox_url}/docs"), 30, "the sandbox")
+        wait_until(lambda: answers(f"{sandbox_url}/docs"), 30, "the sandbox")
         cold, cold_accepted = _start_and_deliver(env, api, sandbox_url, random.choice(seeded.posting_ids))
         warm, warm_accepted = _start_and_deliver(env, api, sandbox_url, random.choice(seeded.posting_ids))
     finally:
@@ -204,13 +204,6 @@ def _ready(api: ApiProcess) -> bool:
     alive(api)
     try:
         return httpx.get(f"{api.url}/readyz", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

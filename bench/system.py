@@ -62,7 +62,7 @@ class System:
         found = {
             name: component_pids(command, self.kafka.topic_prefix) for name, command in COMPONENTS.items()
         }
-        found.update({name: _java_pids(main) for name, main in SERVERS.items()})
+        found.update({name: java_pids(main) for name, main in SERVERS.items()})
         return found
 
 
@@ -114,7 +114,7 @@ def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
     return dict(spent)
 
 
-def _java_pids(main_class: str) -> list[int]:
+def java_pids(main_class: str) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:

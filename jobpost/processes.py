@@ -53,6 +53,14 @@ def component_pids(command: str, topic_prefix: str) -> list[int]:
     return found
 
 
+def answers(url: str) -> bool:
+    """True once a GET of `url` answers 200 (a server that is up, e.g. a sandbox's /docs)."""
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     """Poll `condition` until it returns something truthy; fail with `what` at the deadline."""
     deadline = time.monotonic() + timeout

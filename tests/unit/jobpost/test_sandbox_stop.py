@@ -9,7 +9,7 @@ import time
 
 import httpx
 
-from jobpost.processes import Process, free_port, wait_until
+from jobpost.processes import Process, answers, free_port, wait_until
 from jobpost.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 
 
@@ -18,7 +18,7 @@ def test_the_sandbox_stops_within_seconds_while_holding_a_call() -> None:
     url = f"http://127.0.0.1:{port}"
     sandbox = Process(f"sandbox-{port}", ["sandbox", "--port", str(port)], {})
     try:
-        wait_until(lambda: _answers(url), timeout=30, what="the sandbox")
+        wait_until(lambda: answers(f"{url}/docs"), timeout=30, what="the sandbox")
         form = {"grant_type": "client_credentials", "client_id": SANDBOX_CLIENT_ID}
         form["client_secret"] = SANDBOX_CLIENT_SECRET
         token = httpx.post(f"{url}/linkedin/oauth/v2/accessToken", data=form).json()["access_token"]
@@ -34,13 +34,6 @@ def test_the_sandbox_stops_within_seconds_while_holding_a_call() -> None:
         assert time.monotonic() - stopped < 10
     finally:
         sandbox.kill()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/_sandbox/linkedin/faults").status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def _stats(url: str) -> dict[str, int]:
