@@ -4,8 +4,10 @@ round trip with nothing of jobpost in it. A client produces a small command at a
 opens a transaction, produces three records (a version, a changelog record, the reply),
 puts the command offsets in the transaction and commits, as `sequencer.session` does; a
 third reads the replies. Printed: the command-to-reply latency, with the offsets in the
-transaction and without them (what exactly-once costs in round trips), the broker's only
-company being these three clients.
+transaction and without them (what exactly-once costs in round trips), and of it the
+transaction alone (begin to committed: what a sequencer handed its commands in memory,
+with no command or reply topic between, would still wait for), the broker's only company
+being these three clients.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ VALUE = b"x" * 500  # about a PostingUpdate's size
 
 def round_trips(
     kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: float
-) -> tuple[list[float], float]:
-    """The latencies, and the broker's CPU seconds over the load."""
+) -> tuple[list[float], list[float], float]:
+    """The round trips' latencies, the transactions' (begin to committed), and the broker's
+    CPU seconds over the load."""
     topics = Topics(kafka.topic_prefix)
     sequencer = SequencerSettings(kafka=kafka, instance_id=f"floor{uuid.uuid4().hex[:6]}")
     producer = Producer(sequencer.producer_config())
@@ -40,6 +43,7 @@ def round_trips(
     client = Producer(kafka.producer_config(**{"linger.ms": 1}))
     sent: dict[bytes, float] = {}
     latencies: list[float] = []
+    transactions: list[float] = []
     stop = threading.Event()
 
     def sequence() -> None:
@@ -49,6 +53,7 @@ def round_trips(
             messages = [m for m in poll_batch(member, 500, 0.1) if m.error() is None]
             if not messages:
                 continue
+            began = time.perf_counter()
             producer.begin_transaction()
             for m in messages:
                 partition = m.partition()
@@ -59,6 +64,7 @@ def round_trips(
                 offsets = [TopicPartition(topics.commands, m.partition(), m.offset() + 1) for m in messages]
                 producer.send_offsets_to_transaction(offsets, member.consumer_group_metadata(), 30)
             producer.commit_transaction(30)
+            transactions.append(time.perf_counter() - began)
 
     def read_replies() -> None:
         replies.subscribe([topics.replies])
@@ -81,6 +87,7 @@ def round_trips(
 
     wait_until(warmed_up, 60, "a first round trip")
     latencies.clear()
+    transactions.clear()
     broker = {"kafka": java_pids(SERVERS["kafka"])}
     before = cpu_seconds(broker)["kafka"]
     started = time.perf_counter()
@@ -98,18 +105,20 @@ def round_trips(
         thread.join(10)
     for closing in (member, replies):
         closing.close()
-    return latencies, spent
+    return latencies, transactions, spent
 
 
 def main(rate: float = RATE, seconds: float = SECONDS) -> None:
     for with_offsets in (True, False):
         kafka = local_kafka()  # its topics made
         try:
-            found, broker_s = round_trips(kafka, with_offsets, rate, seconds)
+            found, transactions, broker_s = round_trips(kafka, with_offsets, rate, seconds)
         finally:
             delete_prefix(kafka)
         how = "offsets in the transaction" if with_offsets else "no offsets in the transaction"
         cpu_ms = 1000 * broker_s / max(len(found), 1)
         print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
               f"{len(found)} of {int(rate * seconds)} answered, {percentiles(found)}, "
-              f"the broker's CPU {cpu_ms:.2f} ms per command", flush=True)  # fmt: skip
+              f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
+              f"(begin to committed, {len(transactions)}): {percentiles(transactions)}",
+              flush=True)  # fmt: skip
