@@ -4,17 +4,21 @@ round trip with nothing of jobpost in it. A client produces a small command at a
 opens a transaction, produces three records (a version, a changelog record, the reply),
 puts the command offsets in the transaction and commits, as `sequencer.session` does; a
 third reads the replies. Printed: the command-to-reply latency, with the offsets in the
-transaction and without them (what exactly-once costs in round trips), and of it the
+transaction and without them (what exactly-once costs in round trips), of it the
 transaction alone (begin to committed: what a sequencer handed its commands in memory,
-with no command or reply topic between, would still wait for), the broker's only company
-being these three clients.
+with no command or reply topic between, would still wait for), and the requests the
+transactional producer sent per transaction (librdkafka's statistics), the broker's only
+company being these three clients.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from collections import Counter
+from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -30,20 +34,39 @@ SECONDS = 20.0
 VALUE = b"x" * 500  # about a PostingUpdate's size
 
 
-def round_trips(
-    kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: float
-) -> tuple[list[float], list[float], float]:
-    """The round trips' latencies, the transactions' (begin to committed), and the broker's
-    CPU seconds over the load."""
+@dataclass
+class Floor:
+    latencies: list[float] = field(default_factory=list)  # command produced -> reply read, s
+    transactions: list[float] = field(default_factory=list)  # begin -> committed, s
+    broker_cpu_s: float = 0.0
+    requests: Counter[str] = field(default_factory=Counter)  # by Kafka API, over the load
+
+
+class RequestCount:
+    """The requests a client has sent, by Kafka API, from its statistics (`stats_cb`)."""
+
+    def __init__(self) -> None:
+        self.sent: Counter[str] = Counter()
+
+    def __call__(self, stats_json: str) -> None:
+        sent: Counter[str] = Counter()
+        for broker in json.loads(stats_json)["brokers"].values():
+            sent.update(broker.get("req", {}))
+        self.sent = sent
+
+
+def round_trips(kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: float) -> Floor:
+    """The latencies, the requests and the broker's CPU over a load at `rate`."""
     topics = Topics(kafka.topic_prefix)
     sequencer = SequencerSettings(kafka=kafka, instance_id=f"floor{uuid.uuid4().hex[:6]}")
-    producer = Producer(sequencer.producer_config())
+    requests = RequestCount()
+    producer = Producer({**sequencer.producer_config(), "statistics.interval.ms": 200, "stats_cb": requests})
     member = Consumer(sequencer.member_config())
     replies = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-floor-replies-{uuid.uuid4().hex[:6]}"))
     client = Producer(kafka.producer_config(**{"linger.ms": 1}))
     sent: dict[bytes, float] = {}
-    latencies: list[float] = []
-    transactions: list[float] = []
+    floor = Floor()
+    latencies, transactions = floor.latencies, floor.transactions
     stop = threading.Event()
 
     def sequence() -> None:
@@ -51,6 +74,7 @@ def round_trips(
         member.subscribe([topics.commands])
         while not stop.is_set():
             messages = [m for m in poll_batch(member, 500, 0.1) if m.error() is None]
+            producer.poll(0)  # its statistics
             if not messages:
                 continue
             began = time.perf_counter()
@@ -88,6 +112,8 @@ def round_trips(
     wait_until(warmed_up, 60, "a first round trip")
     latencies.clear()
     transactions.clear()
+    time.sleep(0.5)  # statistics of the warm-up's requests
+    requested = requests.sent
     broker = {"kafka": java_pids(SERVERS["kafka"])}
     before = cpu_seconds(broker)["kafka"]
     started = time.perf_counter()
@@ -99,26 +125,29 @@ def round_trips(
         client.poll(0)
     client.flush(10)
     time.sleep(2)
-    spent = cpu_seconds(broker)["kafka"] - before
+    floor.broker_cpu_s = cpu_seconds(broker)["kafka"] - before
+    floor.requests = requests.sent - requested
     stop.set()
     for thread in threads:
         thread.join(10)
     for closing in (member, replies):
         closing.close()
-    return latencies, transactions, spent
+    return floor
 
 
 def main(rate: float = RATE, seconds: float = SECONDS) -> None:
     for with_offsets in (True, False):
         kafka = local_kafka()  # its topics made
         try:
-            found, transactions, broker_s = round_trips(kafka, with_offsets, rate, seconds)
+            floor = round_trips(kafka, with_offsets, rate, seconds)
         finally:
             delete_prefix(kafka)
         how = "offsets in the transaction" if with_offsets else "no offsets in the transaction"
-        cpu_ms = 1000 * broker_s / max(len(found), 1)
+        answered, transactions = len(floor.latencies), max(len(floor.transactions), 1)
+        cpu_ms = 1000 * floor.broker_cpu_s / max(answered, 1)
+        requests = ", ".join(f"{api} {n / transactions:.2f}" for api, n in sorted(floor.requests.items()))
         print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
-              f"{len(found)} of {int(rate * seconds)} answered, {percentiles(found)}, "
+              f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
               f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
-              f"(begin to committed, {len(transactions)}): {percentiles(transactions)}",
-              flush=True)  # fmt: skip
+              f"(begin to committed, {len(floor.transactions)}): {percentiles(floor.transactions)}; "
+              f"requests per transaction: {requests}", flush=True)  # fmt: skip
