@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import httpx
 
@@ -85,28 +86,30 @@ class Report:
         """The longest time in [start, end] in which no write was acknowledged."""
         return _longest_stretch([s.started + s.latency_s for s in self.ledger.samples if s.ok], start, end)
 
-    def longest_partition_gap(
-        self, start: float | None = None, end: float | None = None
-    ) -> tuple[float, int]:
+    def longest_partition_gap(self, start: float | None = None, end: float | None = None) -> Stretch:
         """The longest time in [start, end] (default: from the first acknowledged write to
-        the end of the load) in which one partition had no write acknowledged, and that
-        partition: a sequencer member that stalls takes its partitions' writes away while
-        the others go on."""
+        the end of the load) in which one partition had no write acknowledged, that
+        partition, and when the stretch began: a sequencer member that stalls takes its
+        partitions' writes away while the others go on."""
         done: dict[int, list[float]] = {}
         for s in self.ledger.samples:
             if s.ok and s.posting_id in self.partitions:
                 done.setdefault(self.partitions[s.posting_id], []).append(s.started + s.latency_s)
         if not done:
-            return 0.0, -1
+            return Stretch(0.0, -1, 0.0)
         if start is None:
             start = min(min(times) for times in done.values())
         if end is None:
             end = min(self.load_ended, max(max(times) for times in done.values()))
-        return max((_longest_stretch(times, start, end), n) for n, times in done.items())
+        stretches = []
+        for n, times in done.items():
+            seconds, began = _longest_span(times, start, end)
+            stretches.append(Stretch(seconds, n, began))
+        return max(stretches)
 
     def _fault_line(self, w: FaultWindow) -> str:
         until = min(w.ended + 30, self.load_ended)
-        gap, partition = self.longest_partition_gap(w.started, until)
+        gap, partition, _ = self.longest_partition_gap(w.started, until)
         return (
             f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
             f"{self.longest_gap(w.started, until):.1f} s at most, on one partition {gap:.1f} s "
@@ -114,22 +117,40 @@ class Report:
         )
 
     def _partition_line(self) -> str:
-        gap, partition = self.longest_partition_gap()
-        return f"longest stretch without a successful write on a partition: {gap:.1f} s (number {partition})"
+        gap, partition, began = self.longest_partition_gap()
+        first = min((s.started + s.latency_s for s in self.ledger.samples if s.ok), default=began)
+        return (
+            f"longest stretch without a successful write on a partition: {gap:.1f} s (number {partition}, "
+            f"from {began - first:.1f} s after the first acknowledged write; {self._cause(began)})"
+        )
 
     def longest_outage(self) -> tuple[float, str]:
         done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)
         if len(done) < 2:
             return 0.0, "no writes"
         gap, end = max((b - a, b) for a, b in itertools.pairwise(done))
-        cause = next((w.name for w in self.windows if w.started - 1 <= end - gap <= w.ended + 5), "no fault")
-        return gap, cause
+        return gap, self._cause(end - gap)
+
+    def _cause(self, began: float) -> str:
+        """The fault a stretch without writes that began then is put down to."""
+        return next((w.name for w in self.windows if w.started - 1 <= began <= w.ended + 5), "no fault")
+
+
+class Stretch(NamedTuple):
+    seconds: float
+    partition: int
+    began: float
 
 
 def _longest_stretch(times: list[float], start: float, end: float) -> float:
-    """The longest time in [start, end] between two of `times` (or an edge)."""
+    return _longest_span(times, start, end)[0]
+
+
+def _longest_span(times: list[float], start: float, end: float) -> tuple[float, float]:
+    """The longest time in [start, end] between two of `times` (or an edge), and when it
+    began."""
     inside = sorted(t for t in times if start <= t <= end)
-    return max(b - a for a, b in itertools.pairwise([start, *inside, end]))
+    return max((b - a, a) for a, b in itertools.pairwise([start, *inside, end]))
 
 
 def _percentiles(samples: list[float]) -> str:

@@ -2,7 +2,7 @@
 stretches without a write."""
 
 from jobpost.chaos.load import Ack, Ledger, Sample
-from jobpost.chaos.report import Report
+from jobpost.chaos.report import FaultWindow, Report
 from jobpost.chaos.verify import Verdict, accepted, check_log
 from schemas.model import Op, Posting, PostingUpdate
 
@@ -58,6 +58,24 @@ def test_one_partition_without_writes_shows_while_the_others_go_on():
     report = Report(Ledger(samples=samples), Verdict(), [], 1.0, load_ended=60.0, partitions={"a": 0, "b": 1})
 
     assert report.longest_outage()[0] == 1.0
-    assert report.longest_partition_gap() == (48.0, 1)
-    assert report.longest_partition_gap(40.0, 60.0) == (10.0, 1)  # within a fault's window: from its start
-    assert report.longest_partition_gap(0.0, 40.0) == (38.0, 1)  # to the window's end
+    assert report.longest_partition_gap() == (48.0, 1, 2.0)
+    assert report.longest_partition_gap(40.0, 60.0) == (10.0, 1, 40.0)  # within a window: from its start
+    assert report.longest_partition_gap(0.0, 40.0) == (38.0, 1, 2.0)  # to the window's end
+
+
+def test_the_partition_line_says_when_its_stretch_began_and_which_fault_it_follows():
+    """An operator reading the report learns whether a long stretch on one partition came
+    with a fault or without one (a stall of its own)."""
+    samples = [Sample(float(t), 0.0, True, "a") for t in range(10, 60)]  # partition 0: every second
+    samples += [Sample(float(t), 0.0, True, "b") for t in (10, 11, 12, *range(30, 60))]  # 1: 18 s without
+
+    def report(fault: FaultWindow) -> Report:
+        partitions = {"a": 0, "b": 1}
+        return Report(Ledger(samples=samples), Verdict(), [fault], 1.0, 60.0, partitions=partitions)
+
+    with_fault = report(FaultWindow("api-kill", started=11.5, ended=12.0))
+    without = report(FaultWindow("broker-kill", started=40.0, ended=55.0))
+
+    line = "longest stretch without a successful write on a partition: 18.0 s (number 1, from 2.0 s after "
+    assert f"{line}the first acknowledged write; api-kill)" in with_fault.lines()
+    assert f"{line}the first acknowledged write; no fault)" in without.lines()
