@@ -84,21 +84,28 @@ class Report:
 
     def longest_gap(self, start: float, end: float) -> float:
         """The longest time in [start, end] in which no write was acknowledged."""
-        return _longest_stretch([s.started + s.latency_s for s in self.ledger.samples if s.ok], start, end)
+        return _longest_stretch(self._acknowledged_at(), start, end)
+
+    def _acknowledged_at(self) -> list[float]:
+        return [s.started + s.latency_s for s in self.ledger.samples if s.ok]
+
+    def _acknowledged_by_partition(self) -> dict[int, list[float]]:
+        done: dict[int, list[float]] = {}
+        for s in self.ledger.samples:
+            if s.ok and s.posting_id in self.partitions:
+                done.setdefault(self.partitions[s.posting_id], []).append(s.started + s.latency_s)
+        return done
 
     def longest_partition_gap(self, start: float | None = None, end: float | None = None) -> Stretch:
         """The longest time in [start, end] (default: from the first acknowledged write to
         the end of the load) in which one partition had no write acknowledged, that
         partition, and when the stretch began: a sequencer member that stalls takes its
         partitions' writes away while the others go on."""
-        done: dict[int, list[float]] = {}
-        for s in self.ledger.samples:
-            if s.ok and s.posting_id in self.partitions:
-                done.setdefault(self.partitions[s.posting_id], []).append(s.started + s.latency_s)
+        done = self._acknowledged_by_partition()
         if not done:
             return Stretch(0.0, -1, 0.0)
         if start is None:
-            start = min(min(times) for times in done.values())
+            start = _first(done)
         if end is None:
             end = min(self.load_ended, max(max(times) for times in done.values()))
         stretches = []
@@ -118,14 +125,15 @@ class Report:
 
     def _partition_line(self) -> str:
         gap, partition, began = self.longest_partition_gap()
-        first = min((s.started + s.latency_s for s in self.ledger.samples if s.ok), default=began)
+        done = self._acknowledged_by_partition()
+        first = _first(done) if done else began  # where longest_partition_gap starts looking
         return (
             f"longest stretch without a successful write on a partition: {gap:.1f} s (number {partition}, "
             f"from {began - first:.1f} s after the first acknowledged write; {self._cause(began)})"
         )
 
     def longest_outage(self) -> tuple[float, str]:
-        done = sorted(s.started + s.latency_s for s in self.ledger.samples if s.ok)
+        done = sorted(self._acknowledged_at())
         if len(done) < 2:
             return 0.0, "no writes"
         gap, end = max((b - a, b) for a, b in itertools.pairwise(done))
@@ -140,6 +148,10 @@ class Stretch(NamedTuple):
     seconds: float
     partition: int
     began: float
+
+
+def _first(by_partition: dict[int, list[float]]) -> float:
+    return min(min(times) for times in by_partition.values())
 
 
 def _longest_stretch(times: list[float], start: float, end: float) -> float:
