@@ -47,12 +47,21 @@ class RequestCount:
 
     def __init__(self) -> None:
         self.sent: Counter[str] = Counter()
+        self.reports = 0
 
     def __call__(self, stats_json: str) -> None:
         sent: Counter[str] = Counter()
         for broker in json.loads(stats_json)["brokers"].values():
             sent.update(broker.get("req", {}))
         self.sent = sent
+        self.reports += 1
+
+    def now(self) -> Counter[str]:
+        """The counts as of a report made after this call: the second one from now (the
+        first may have been made before it, waiting for the client's poll)."""
+        seen = self.reports
+        wait_until(lambda: self.reports >= seen + 2, 10, "the producer's statistics")
+        return self.sent
 
 
 def round_trips(kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: float) -> Floor:
@@ -110,10 +119,10 @@ def round_trips(kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: 
         return bool(latencies)
 
     wait_until(warmed_up, 60, "a first round trip")
+    sent.clear()  # a warm-up command sent again and answered late is no sample
     latencies.clear()
     transactions.clear()
-    time.sleep(0.5)  # statistics of the warm-up's requests
-    requested = requests.sent
+    requested = requests.now()
     broker = {"kafka": java_pids(SERVERS["kafka"])}
     before = cpu_seconds(broker)["kafka"]
     started = time.perf_counter()
@@ -124,9 +133,14 @@ def round_trips(kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: 
         client.produce(topics.commands, key=f"p{n % 1000}", value=correlation)
         client.poll(0)
     client.flush(10)
-    time.sleep(2)
+    given_up_at = time.monotonic() + 10  # a reply never read is counted as unanswered, not waited for
+
+    def answered_or_given_up() -> bool:
+        return not sent or time.monotonic() > given_up_at
+
+    wait_until(answered_or_given_up, 20, "the replies")
     floor.broker_cpu_s = cpu_seconds(broker)["kafka"] - before
-    floor.requests = requests.sent - requested
+    floor.requests = requests.now() - requested
     stop.set()
     for thread in threads:
         thread.join(10)
@@ -143,9 +157,9 @@ def main(rate: float = RATE, seconds: float = SECONDS) -> None:
         finally:
             delete_prefix(kafka)
         how = "offsets in the transaction" if with_offsets else "no offsets in the transaction"
-        answered, transactions = len(floor.latencies), max(len(floor.transactions), 1)
+        answered, committed = len(floor.latencies), max(len(floor.transactions), 1)
         cpu_ms = 1000 * floor.broker_cpu_s / max(answered, 1)
-        requests = ", ".join(f"{api} {n / transactions:.2f}" for api, n in sorted(floor.requests.items()))
+        requests = ", ".join(f"{api} {n / committed:.2f}" for api, n in sorted(floor.requests.items()))
         print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
               f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
               f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
