@@ -56,6 +56,10 @@ class Board(Protocol):
 
     def withdraw(self, ticket: Ticket) -> bool: ...
 
+    def task_deadline(self, submitted_at: int) -> int:
+        """When a version submitted at `submitted_at` is sent again if its task has not
+        ended by then."""
+
     async def confirm(self, task_id: str, submitted_at: int) -> TaskOutcome: ...
 
 
@@ -163,7 +167,8 @@ class VersionDelivery:
         outcome = await self._sent(item, lane, progress)
         if isinstance(outcome, Submitted):
             progress.task_id, progress.submitted_at = outcome.task_id, self.clock.now_ms()
-            await self._record(item, DeliveryStatus.SUBMITTED, progress)
+            deadline = self.board.task_deadline(progress.submitted_at)
+            await self._record(item, DeliveryStatus.SUBMITTED, progress, next_attempt_at=deadline)
             return await self._confirmed(item, progress, outcome.task_id)
         return outcome
 
@@ -173,7 +178,7 @@ class VersionDelivery:
         assert item.update is not None
         ticket = self.board.submit(item.update)
         lane.ticket = ticket
-        paused = False
+        paused: tuple[str, int | None] | None = None  # what the state says of the pause
         try:
             while not ticket.outcome.done():
                 await ticket.notice.wait()
@@ -183,11 +188,12 @@ class VersionDelivery:
                 if self._superseded(item, lane) is not None and self.board.withdraw(ticket):
                     await self._skipped_if_superseded(item, lane, progress)
                     return None
-                if ticket.pause_reason is not None and not paused:
-                    paused = True
+                if ticket.pause_reason is not None and paused != (ticket.pause_reason, ticket.paused_until):
+                    paused = (ticket.pause_reason, ticket.paused_until)
                     await self._record(
-                        item, DeliveryStatus.PAUSED, progress, paused_reason=ticket.pause_reason
-                    )
+                        item, DeliveryStatus.PAUSED, progress,
+                        paused_reason=ticket.pause_reason, next_attempt_at=ticket.paused_until,
+                    )  # fmt: skip
         finally:
             lane.ticket = None
             if not ticket.outcome.done():
@@ -248,6 +254,7 @@ class VersionDelivery:
         *,
         error: str | None = None,
         paused_reason: str | None = None,
+        next_attempt_at: int | None = None,
     ) -> None:
         now = self.clock.now_ms()
         before = self.states.get(item.posting_id)
@@ -260,6 +267,7 @@ class VersionDelivery:
             now=now,
             error=error,
             paused_reason=paused_reason,
+            next_attempt_at=next_attempt_at,
         )
         self._event(
             item, OUTCOME_OF_STATUS[status], progress.attempts,

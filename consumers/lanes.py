@@ -28,7 +28,7 @@ from consumers.delivery import Board, DeliveryStates, Outcomes, VersionDelivery
 from consumers.destination.ticket import Ticket
 from consumers.items import Item
 from consumers.retry import RetryPolicy
-from schemas.model import Destination
+from schemas.model import DeliveryStatus, Destination
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,17 @@ class LaneScheduler:
             destination, board, outcomes, states, policy or RetryPolicy(), self.clock, conflate
         )
         self.lanes: dict[str, _Lane] = {}
+
+    def without_clock(self) -> int:
+        """Lanes whose posting's recorded state waits (paused, submitted, retrying) but names
+        no time for what comes next (`next_attempt_at`): the lane's half of the watchdog."""
+        waiting = (DeliveryStatus.PAUSED, DeliveryStatus.SUBMITTED, DeliveryStatus.RETRYING)
+        count = 0
+        for posting_id in self.lanes:
+            state = self.delivery.states.get(posting_id)
+            if state is not None and state.status in waiting and state.next_attempt_at is None:
+                count += 1
+        return count
 
     @property
     def buffered(self) -> int:

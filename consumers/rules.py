@@ -121,10 +121,14 @@ def next_state(
     now: int,
     error: str | None = None,
     paused_reason: str | None = None,
+    next_attempt_at: int | None = None,
 ) -> DeliveryState:
     """The posting's DeliveryState once `item` came to `status`. A version delivered (or
     closed) resolves every dead letter at or below it, and `delivered_version` never
-    decreases; a dead letter is remembered until a version resolves it."""
+    decreases; a dead letter is remembered until a version resolves it. Every state that
+    waits has a clock in `next_attempt_at`: retrying, the next attempt (`progress`);
+    submitted, when the version is sent again unless its task ended; paused, when the
+    board is tried next (`next_attempt_at`, the latter two)."""
     previous = before or DeliveryState(destination, item.posting_id, DeliveryStatus.PENDING)
     delivered, finished = previous.delivered_version, previous.finished_version
     letters = previous.unresolved_letters
@@ -145,7 +149,7 @@ def next_state(
         pending_version=None if done else item.version,
         attempts=progress.attempts,
         first_attempt_at=progress.first_attempt_at,
-        next_attempt_at=progress.next_attempt_at if status == DeliveryStatus.RETRYING else None,
+        next_attempt_at=_clock_of(status, progress, next_attempt_at),
         last_error=error,
         task_id=progress.task_id if status == DeliveryStatus.SUBMITTED else None,
         submitted_at=progress.submitted_at if status == DeliveryStatus.SUBMITTED else None,
@@ -156,3 +160,11 @@ def next_state(
         unresolved_letters=letters,
     )
     return replace(state, updated_at=now)
+
+
+def _clock_of(status: DeliveryStatus, progress: Progress, given: int | None) -> int | None:
+    if status == DeliveryStatus.RETRYING:
+        return progress.next_attempt_at
+    if status in (DeliveryStatus.SUBMITTED, DeliveryStatus.PAUSED):
+        return given
+    return None

@@ -29,6 +29,7 @@ from prometheus_client import Gauge
 
 from consumers.clock import Clock
 from consumers.config import ConsumerSettings
+from consumers.destination.metrics import STRANDED
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item
 from consumers.lanes import LaneScheduler
@@ -116,6 +117,7 @@ class DeliveryRunner:
                 self._commit()
                 self._apply_backpressure()
                 self._publish_ages()
+                self._watch()
         finally:
             self.polling.stop()
             await asyncio.to_thread(self.polling.join)  # leaving the group commits what is finished
@@ -267,6 +269,15 @@ class DeliveryRunner:
         known = [t for t in oldest if t is not None]
         age = max(0.0, time.time() - min(known) / 1000) if known else 0.0
         OLDEST_UNCONSUMED.labels(self.settings.group).set(age)
+
+    def _watch(self) -> None:
+        """The watchdog: postings waiting with no clock (`jobpost_delivery_stranded_postings`);
+        never expected, so each time it is not 0 it is said in the log as well."""
+        stranded = self.destination.stranded() + self.scheduler.without_clock()
+        STRANDED.labels(self.name.value).set(stranded)
+        if stranded:
+            log.error("%s: %d postings wait with no clock (nothing will send them): a lost wake-up",
+                      self.name, stranded)  # fmt: skip
 
     def _oldest_letter_age(self) -> float:
         oldest = self.states.oldest_unresolved_letter_at()

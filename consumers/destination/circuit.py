@@ -87,6 +87,18 @@ class Circuit:
         self.state = CircuitState.PROBING
         return Permit(call=True, probe=True)
 
+    @property
+    def next_probe_at(self) -> int | None:
+        """When the next probe may go, while open (epoch ms); None otherwise."""
+        return self._next_probe_at if self.state == CircuitState.OPEN else None
+
+    def release(self, now: int) -> None:
+        """The probe taken by `permit` was not used (nothing to send after all): the next
+        caller may probe at once."""
+        if self.state == CircuitState.PROBING:
+            self.state = CircuitState.OPEN
+            self._next_probe_at = now
+
     def answered(self, now: int) -> bool:
         """The board took a call (whatever it said of each element, a 429 included): the
         board is up. Returns True when that closed the circuit."""

@@ -30,6 +30,11 @@ class TaskPoller:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failed_at: int | None = None
+        self.asking = False  # a poll is in flight
+
+    def wake(self) -> None:
+        """Something the poller may be waiting for changed (the circuit)."""
+        self._changed.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._poll())
@@ -79,17 +84,20 @@ class TaskPoller:
         budget = self.destination.budget.wait_ms(now, 0)
         if budget > 0:
             return budget
-        allowed, wait = self.destination.may_call(now)
-        if not allowed:
-            return wait if wait is not None else self.book.poll_interval_ms
+        permit = self.destination.may_call(now)
+        if not permit.call:
+            # None: a probe is in flight; its end wakes this poller, the interval is a backstop
+            return permit.wait_ms if permit.wait_ms is not None else self.book.poll_interval_ms
         return 0
 
     async def _ask(self, now: int) -> None:
         destination = self.destination
         asked = self.book.due(now, destination.adapter.max_batch)
         if not asked:
+            destination.release(now)  # the probe, if this was to be one
             return
         spent = destination.budget.spend(now, 0)
+        self.asking = True
         try:
             found = await destination.call(lambda token: destination.adapter.confirm(asked, token))
         except Throttled as exc:
@@ -104,10 +112,14 @@ class TaskPoller:
             self._failed("failed")
             destination.call_failed(destination.clock.now_ms(), [f"task {asked[0]}"], str(exc))
             return
-        except Exception:
+        except Exception as exc:  # an adapter's bug is that poll's failure: the circuit hears of it
             self._failed("failed")
             log.exception("%s: unexpected failure asking about tasks", destination.name)
+            reason = f"unexpected {type(exc).__name__} asking about tasks"
+            destination.call_failed(destination.clock.now_ms(), [f"task {asked[0]}"], reason)
             return
+        finally:
+            self.asking = False
         self._failed_at = None
         metrics.CALLS.labels(destination.name, "confirm", "answered").inc()
         destination.answered(destination.clock.now_ms())

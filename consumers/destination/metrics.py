@@ -32,6 +32,12 @@ BATCH_RECORDS = Histogram(
 TASKS_IN_PROGRESS = Gauge(
     "jobpost_delivery_tasks_in_progress", "Submitted versions whose board task has not ended", ["destination"]
 )
+STRANDED = Gauge(
+    "jobpost_delivery_stranded_postings",
+    "Postings waiting at this member with no clock: queued for a call nothing will make, or in a "
+    "waiting state (paused, submitted, retrying) recorded without a next attempt (the watchdog: 0)",
+    ["destination"],
+)
 CALLS = Counter(
     "jobpost_destination_calls_total",
     "Board calls by what came of them (answered, throttled, board_down, failed, token_refused)",

@@ -12,6 +12,12 @@ thought up (`CallFailed`) makes its elements `Unsure`, which their lanes charge.
 (`TokenRefused`) expires the token, fetches one and retries the call once; a second 401 is
 `BoardDown`.
 
+Every change of the circuit's state wakes everyone who waits on the destination (the
+dispatcher, the task poller): either may rest until exactly that change, for a probe the
+other one made. A waiting element always has a clock: the dispatcher's timer, or a call in
+flight whose end wakes it; `stranded()` counts the elements for which neither holds (the
+watchdog's `jobpost_delivery_stranded_postings`, which must stay 0).
+
 The lanes keep their order and their retry budgets (`consumers.lanes`); the task poller of
 an asynchronous board is `consumers.destination.confirming`.
 """
@@ -37,7 +43,7 @@ from consumers.clock import Clock, SystemClock
 from consumers.destination import metrics
 from consumers.destination.batcher import Batcher
 from consumers.destination.budget import RateBudget
-from consumers.destination.circuit import Circuit
+from consumers.destination.circuit import Circuit, CircuitState, Permit
 from consumers.destination.confirming import TaskPoller
 from consumers.destination.ticket import Ticket
 from consumers.destination.tokens import with_token
@@ -78,6 +84,7 @@ class SharedDestination:
         self.batcher: Batcher[Ticket] = Batcher(adapter.max_batch, batch_wait_ms)
         self.in_flight = 0
         self.wake = asyncio.Event()
+        self._resting = False  # the dispatcher waits for `wake` alone, with no timer
         self._tasks: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
         self.tasks = TaskPoller(self, task_poll_interval_s, task_timeout_s) if adapter.confirms else None
@@ -111,9 +118,13 @@ class SharedDestination:
         ticket = Ticket(update, self.clock.now_ms())
         self.batcher.push(ticket, ticket.queued_at)
         if not self.circuit.closed:
-            ticket.pause(self._why_paused())
+            ticket.pause(self._why_paused(), self._next_probe_at(ticket.queued_at))
         self.wake.set()
         return ticket
+
+    def task_deadline(self, submitted_at: int) -> int:
+        """When a submitted version is sent again unless its task ended (`TaskBook`)."""
+        return submitted_at + (self.tasks.book.timeout_ms if self.tasks is not None else 0)
 
     def withdraw(self, ticket: Ticket) -> bool:
         """Take a ticket back before it is sent (True); False once it is in a call."""
@@ -128,38 +139,63 @@ class SharedDestination:
         """One board call with the process's token (`consumers.destination.tokens`)."""
         return await with_token(self.tokens, self.name, make)
 
-    def may_call(self, now: int) -> tuple[bool, int | None]:
+    def may_call(self, now: int) -> Permit:
         """Whether a call may start now as far as the circuit is concerned (taking the one
-        probe when it is due); else how long to wait (None: until woken)."""
-        permit = self.circuit.permit(now)
-        self._publish()
-        return permit.call, permit.wait_ms
+        probe when it is due: `permit.probe`; a caller with nothing to send after all gives
+        it back with `release`); else how long to wait (None: until woken)."""
+        return self._on_circuit(now, lambda: self.circuit.permit(now))
+
+    def release(self, now: int) -> None:
+        """A probe taken by `may_call` and not used."""
+        self._on_circuit(now, lambda: self.circuit.release(now))
 
     def answered(self, now: int) -> None:
         """A call the board took (what it said of the elements aside)."""
         self.budget.answered(now)
-        if self.circuit.answered(now):
+        if self._on_circuit(now, lambda: self.circuit.answered(now)):
             log.warning("%s answers again: its circuit is closed, every lane resumes", self.name)
-        self._publish()
 
     def throttled(self, now: int, exc: Throttled, call: list[int] | None = None) -> None:
         metrics.THROTTLED.labels(self.name).inc()
         pause = self.budget.throttled(now, exc.retry_after_s, call)
-        self.circuit.answered(now)  # a board that answers 429 is up
+        self._on_circuit(now, lambda: self.circuit.answered(now))  # a board that answers 429 is up
         log.warning("%s throttled us for %.1f s: %s", self.name, pause / 1000, exc)
         if pause >= LONG_THROTTLE_MS:
-            self._pause_queued(f"{self.name} throttled the calls for {pause / 1000:.0f} s: {exc}")
-        self._publish()
+            reason = f"{self.name} throttled the calls for {pause / 1000:.0f} s: {exc}"
+            self._pause_queued(reason, now + pause)
 
     def board_down(self, now: int, exc: BaseException) -> None:
-        if self.circuit.board_down(now, str(exc)):
+        if self._on_circuit(now, lambda: self.circuit.board_down(now, str(exc))):
             self._opened()
-        self._publish()
 
     def call_failed(self, now: int, posting_ids: list[str], reason: str) -> None:
-        if self.circuit.call_failed(now, posting_ids, reason):
+        if self._on_circuit(now, lambda: self.circuit.call_failed(now, posting_ids, reason)):
             self._opened()
+
+    def stranded(self) -> int:
+        """Elements waiting for a call that nothing will make: the dispatcher rests without a
+        timer and no call (a send or a task poll) is in flight to wake it. Always 0 unless a
+        wake-up was lost; the watchdog metric counts them."""
+        polling = self.tasks is not None and self.tasks.asking
+        if self._resting and self.in_flight == 0 and not polling:
+            return len(self.batcher)
+        return 0
+
+    def _on_circuit(self, now: int, event: Callable[[], R]) -> R:
+        """Apply an event to the circuit. Any change of its state wakes the dispatcher and the
+        task poller, which may be resting until exactly that (a probe the other one made
+        answered, or failed and set a later one); a new wait while open is told to every
+        paused element, so its lane shows when the board is tried next."""
+        before = self.circuit.state
+        result = event()
+        if self.circuit.state != before:
+            self.wake.set()
+            if self.tasks is not None:
+                self.tasks.wake()
+            if self.circuit.state == CircuitState.OPEN and before == CircuitState.PROBING:
+                self._pause_queued(self._why_paused(), self.circuit.next_probe_at)
         self._publish()
+        return result
 
     async def _dispatch(self) -> None:
         while True:
@@ -167,7 +203,11 @@ class SharedDestination:
             now = self.clock.now_ms()
             wait = self._wait_before_call(now)
             if wait is None:
-                await self.wake.wait()
+                self._resting = True
+                try:
+                    await self.wake.wait()
+                finally:
+                    self._resting = False
             elif wait > 0:
                 await self.clock.sleep(wait / 1000, self.wake)
             else:
@@ -186,14 +226,15 @@ class SharedDestination:
             return room  # room for a fuller call soon (0: the rate never holds a full one)
         if due > 0:
             return due
-        allowed, wait = self.may_call(now)
-        if not allowed:
-            return wait
+        permit = self.may_call(now)
+        if not permit.call:
+            return permit.wait_ms
         return 0
 
     def _start_call(self, now: int) -> None:
         taken = self.batcher.take(min(self.budget.admits(now), self.batcher.max_batch))
         if not taken:
+            self.release(now)  # the probe, if this was to be one
             return
         tickets = [ticket for ticket, _ in taken]
         for ticket in tickets:
@@ -263,7 +304,7 @@ class SharedDestination:
         for ticket, _ in waiting:
             ticket.notice.set()  # back in the queue: its lane may take it back (a newer version came)
         if not self.circuit.closed:
-            self._pause_queued(self._why_paused())
+            self._pause_queued(self._why_paused(), self._next_probe_at(self.clock.now_ms()))
 
     def _opened(self) -> None:
         because = self.circuit.opened_because
@@ -273,14 +314,19 @@ class SharedDestination:
             self.name,
             self.circuit.reason,
         )
-        self._pause_queued(self._why_paused())
+        self._pause_queued(self._why_paused(), self.circuit.next_probe_at)
 
     def _why_paused(self) -> str:
         return f"{self.name} is unavailable: {self.circuit.reason}"
 
-    def _pause_queued(self, reason: str) -> None:
+    def _next_probe_at(self, now: int) -> int:
+        """When the board is tried next while the circuit is not closed (a probe in flight:
+        now)."""
+        return self.circuit.next_probe_at or now
+
+    def _pause_queued(self, reason: str, until: int | None) -> None:
         for ticket in self.batcher.waiting():
-            ticket.pause(reason)
+            ticket.pause(reason, until)
 
     def _count(self, outcome: str) -> None:
         metrics.CALLS.labels(self.name, "send", outcome).inc()

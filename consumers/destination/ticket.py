@@ -21,6 +21,7 @@ class Ticket:
     )
     notice: asyncio.Event = field(default_factory=asyncio.Event)
     pause_reason: str | None = None
+    paused_until: int | None = None  # while paused: when the board is tried next (epoch ms)
     sent_at: int | None = None
 
     @property
@@ -29,10 +30,13 @@ class Ticket:
         the board as a whole, the budget or a free call, never the posting's doing."""
         return 0 if self.sent_at is None else max(0, self.sent_at - self.queued_at)
 
-    def pause(self, reason: str) -> None:
-        if self.pause_reason is None and not self.outcome.done():
-            self.pause_reason = reason
-            self.notice.set()
+    def pause(self, reason: str, until: int | None) -> None:
+        """Held for the board as a whole; told again (a later `until`) while the board stays
+        unavailable."""
+        if self.outcome.done() or (self.pause_reason is not None and until == self.paused_until):
+            return
+        self.pause_reason, self.paused_until = reason, until
+        self.notice.set()
 
     def settle(self, outcome: ElementOutcome) -> None:
         if not self.outcome.done():

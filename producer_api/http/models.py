@@ -116,7 +116,11 @@ class DestinationProgress(BaseModel):
     first_attempt_at: int | None = Field(
         description="epoch millis of the first attempt of the pending version"
     )
-    next_attempt_at: int | None = Field(description="epoch millis of the next attempt, while retrying")
+    next_attempt_at: int | None = Field(
+        description="epoch millis of what comes next for a version that waits: retrying, its next attempt; "
+        "submitted, when it is sent again unless the board said its task ended (once the board answers); "
+        "paused, when the board is tried next (it moves later while the board stays unavailable)"
+    )
     last_error: str | None
     task_id: str | None = Field(default=None, description="while submitted: the board's task for the version")
     paused_reason: str | None = Field(default=None, description="while paused: why the board is unavailable")

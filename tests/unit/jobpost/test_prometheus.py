@@ -36,7 +36,7 @@ def test_prometheus_accepts_the_config_it_is_given(tmp_path):
         [promtool, "check", "config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 16 rules found" in checked.stdout
+    assert "SUCCESS: 17 rules found" in checked.stdout
 
 
 def test_it_listens_on_loopback_and_keeps_its_data_in_the_stack_folder(tmp_path):
