@@ -160,7 +160,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
             for r in (1, 2)
         )
         groups = httpx.get(f"{prometheus}/api/v1/rules").json()["data"]["groups"]
-        assert {g["name"]: len(g["rules"]) for g in groups} == {"jobpost-recording": 6, "jobpost-alerts": 10}
+        assert {g["name"]: len(g["rules"]) for g in groups} == {"jobpost-recording": 6, "jobpost-alerts": 11}
 
         unknown = {name for _, expr in dashboard_queries() for name in metric_names(expr)} - available
         assert unknown == set(), f"the dashboard reads series no component exposes: {unknown}"
