@@ -14,8 +14,9 @@ LOCK := requirements.txt
 DEV_LOCK := requirements-dev.txt
 COMPILE := $(BIN)/uv pip compile pyproject.toml - --universal --python-version 3.11 --generate-hashes \
 	--custom-compile-command "make lock" $(if $(UPGRADE),--upgrade)
-# setuptools builds the project (--no-build-isolation): locked and hashed like the rest.
-BUILD := setuptools>=69
+# setuptools builds the project (--no-build-isolation) and pip installs it: both locked and hashed
+# like the rest, so the installer is pinned too.
+BUILD := setuptools>=69\npip>=25.3
 
 # Before the virtualenv is made: a Python too old, or one without venv, would fail deep in pip.
 python-check:
@@ -27,8 +28,10 @@ python-check:
 $(LOCKED): $(DEV_LOCK) | python-check
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	@# The installer (not code the project runs): a current pip takes the lock in half the time.
-	$(BIN)/pip install --quiet --upgrade pip
+	@# The installer first, at the lock's version and hash (a current pip takes the lock in half
+	@# the time), then everything else.
+	awk '/^pip==/ {p = 1} p {print; if ($$0 !~ /\\$$/) exit}' $(DEV_LOCK) > $(VENV)/pip-lock.txt
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(VENV)/pip-lock.txt
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
 	touch $(LOCKED)
 
@@ -41,8 +44,8 @@ $(STAMP): $(LOCKED) pyproject.toml
 # newest versions allowed). The dev lock is constrained by the runtime lock, so the image and
 # the tests run the same versions.
 lock: $(LOCKED)
-	echo "$(BUILD)" | $(COMPILE) -o $(LOCK)
-	echo "$(BUILD)" | $(COMPILE) --extra dev -c $(LOCK) -o $(DEV_LOCK)
+	printf "$(BUILD)\n" | $(COMPILE) -o $(LOCK)
+	printf "$(BUILD)\n" | $(COMPILE) --extra dev -c $(LOCK) -o $(DEV_LOCK)
 
 # Known vulnerabilities of every locked package, from PyPI's advisory data (its JSON API,
 # pypi.org/pypi/<name>/<version>/json) through pip-audit. --strict: a package that could not

@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK, DEV_LOCK = ROOT / "requirements.txt", ROOT / "requirements-dev.txt"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # Fixed in: starlette 0.49.1 CVE-2025-62727 (and 1.0.1-1.5.1 later ones), aiohttp 3.14.3
-# GHSA-cq5v-8q36-5273 (3.14.2 the WebSocket ones).
-ADVISORY_FLOORS = {"starlette": Version("1.5.1"), "aiohttp": Version("3.14.3")}
+# GHSA-cq5v-8q36-5273 (3.14.2 the WebSocket ones), pyjwt 2.12.0 CVE-2026-32597 and 2.13.0
+# GHSA-fhv5-28vv-h8m8 / GHSA-993g-76c3-p5m4 (2.14: the JWKS cooldown), confluent-kafka 2.16.0
+# (its bundled OpenSSL).
+ADVISORY_FLOORS = {
+    "starlette": Version("1.5.1"),
+    "aiohttp": Version("3.14.3"),
+    "pyjwt": Version("2.14.0"),
+    "confluent-kafka": Version("2.16.0"),
+}
 
 
 def locked(path: Path) -> dict[str, tuple[Requirement, list[str]]]:
@@ -83,7 +90,12 @@ def test_the_floors_are_above_the_advisories() -> None:
     }
     entries = locked(LOCK)
     for name, fixed in ADVISORY_FLOORS.items():
-        assert not ranges[name].contains(Version(f"{fixed.major}.{fixed.minor}.{fixed.micro - 1}")), name
+        below = (
+            Version(f"{fixed.major}.{fixed.minor - 1}")
+            if fixed.micro == 0
+            else Version(f"{fixed.major}.{fixed.minor}.{fixed.micro - 1}")
+        )
+        assert not ranges[name].contains(below), name
         assert ranges[name].contains(fixed)
         assert pinned_version(entries[name][0]) >= fixed
 
@@ -93,3 +105,12 @@ def test_this_environment_runs_the_locked_versions() -> None:
         if requirement.marker is not None and not requirement.marker.evaluate():
             continue  # another platform's (pywin32, colorama)
         assert Version(importlib.metadata.version(name)) == pinned_version(requirement), name
+
+
+@pytest.mark.parametrize("path", [LOCK, DEV_LOCK], ids=lambda p: p.name)
+def test_the_installer_is_locked_too(path: Path) -> None:
+    """pip (which installs the lock) and setuptools (which builds the project) are pinned
+    with their hashes like every other package, so an install a month later runs the same."""
+    entries = locked(path)
+
+    assert {"pip", "setuptools"} <= entries.keys()
