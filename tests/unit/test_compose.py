@@ -1,4 +1,4 @@
-"""docker-compose.yml is a valid Compose file and keeps the promises the README makes.
+"""docker-compose.yml is a valid Compose file and keeps the promises the README and the Quick start make.
 
 The schema is the Compose Specification's own, shipped in `docker/compose-spec.json`
 (source and version in `docker/README.md`), so this runs without Docker or a network.

@@ -1,4 +1,5 @@
-"""`jobpost run` reads the environment variables README documents, through one settings object."""
+"""`jobpost run` reads the environment variables docs/configuration.md documents, through one
+settings object."""
 
 from __future__ import annotations
 
