@@ -74,9 +74,9 @@ def _guarded(handler: Handler) -> Handler:
 def _run(_args: argparse.Namespace) -> int:
     # The command a person runs logs plain text (the components it starts log JSON lines).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    from jobpost_dev.supervisor import run as supervise
+    from jobpost_dev.run import run
 
-    return supervise()
+    return run()
 
 
 def _stack(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from jobpost_dev.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from runtime.kafka import KafkaSettings
 
 if TYPE_CHECKING:
-    from jobpost_dev.supervisor import RunSettings
+    from jobpost_dev.run import RunSettings
 
 # The Kafka settings `jobpost run` fills in from the stack when the caller has not set them.
 KAFKA_VARIABLES = {

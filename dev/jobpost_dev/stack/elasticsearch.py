@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from jobpost_dev.ports import Port
 from jobpost_dev.stack import unprivileged
 from jobpost_dev.stack.process import Progress, Server, fetch_archive, megabytes, quiet
 from jobpost_dev.stack.settings import StackError, StackSettings, java_home
@@ -56,7 +57,12 @@ class ElasticsearchServer(Server):
             return
         zip_path = self.settings.dir / "jars" / "elasticsearch" / f"elasticsearch-{self.version}.zip"
         fetch_archive(
-            "elasticsearch", f"{self.artifact} (zip)", self.version, self.download_mb, zip_path, progress
+            "elasticsearch",
+            f"{self.artifact} (zip)",
+            self.version,
+            self.download_mb,
+            zip_path,
+            progress,
         )
         progress(f"elasticsearch: unpacking {zip_path.name} into {self.home} ...")
         self.unpack(zip_path)
@@ -67,6 +73,16 @@ class ElasticsearchServer(Server):
 
     def addresses(self) -> list[str]:
         return [self.settings.elasticsearch_url]
+
+    def ports(self) -> list[Port]:
+        port, setting = (
+            self.settings.elasticsearch_port,
+            "JOBPOST_STACK_ELASTICSEARCH_PORT",
+        )
+        return [
+            Port(port, self.name, setting),
+            Port(port + 100, f"{self.name}'s transport (its port + 100)", setting),
+        ]
 
     def unpack(self, zip_path: Path) -> None:
         """Unpack next to the home, then move it in whole: never into a folder `nobody` owns."""

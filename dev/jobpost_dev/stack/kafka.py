@@ -9,6 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from jobpost_dev.ports import Port
 from jobpost_dev.stack.process import Progress, Server, megabytes, quiet
 from jobpost_dev.stack.settings import POMS, StackError, StackSettings, java_home, mvn
 from jobpost_dev.stack.tls import CertificateAuthority
@@ -78,7 +79,32 @@ class KafkaServer(Server):
         return self.jars
 
     def addresses(self) -> list[str]:
-        return [self.address, *([self.sasl_ssl_address] if self.sasl_ssl_address else [])]
+        return [
+            self.address,
+            *([self.sasl_ssl_address] if self.sasl_ssl_address else []),
+        ]
+
+    def ports(self) -> list[Port]:
+        # Three nodes take their ports from JOBPOST_STACK_KAFKA_PORT alone (see kafka_ports).
+        one = self.settings.brokers == 1
+        found = [
+            Port(self.client_port, self.name, "JOBPOST_STACK_KAFKA_PORT"),
+            Port(
+                self.controller_port,
+                f"{self.name}'s controller",
+                "JOBPOST_STACK_KAFKA_CONTROLLER_PORT" if one else "JOBPOST_STACK_KAFKA_PORT",
+            ),
+        ]
+        if self.settings.kafka_sasl_ssl_port:
+            listener = f"{self.name}'s SASL_SSL listener"
+            found.append(
+                Port(
+                    self.settings.kafka_sasl_ssl_port,
+                    listener,
+                    "JOBPOST_STACK_KAFKA_SASL_SSL_PORT",
+                )
+            )
+        return found
 
     @property
     def config_file(self) -> Path:
@@ -206,7 +232,10 @@ class KafkaServer(Server):
             lines = (self.data / "meta.properties").read_text().splitlines()
         except FileNotFoundError:
             return None
-        return next((line.split("=", 1)[1].strip() for line in lines if line.startswith("cluster.id=")), None)
+        return next(
+            (line.split("=", 1)[1].strip() for line in lines if line.startswith("cluster.id=")),
+            None,
+        )
 
     def cluster_id(self) -> str:
         """The id every node's storage is formatted with: any node's recorded one, else new."""
@@ -218,7 +247,10 @@ class KafkaServer(Server):
 
     def format_command(self, cluster_id: str) -> list[str]:
         users = [
-            ("--add-scram", f"{SCRAM}=[name={name},password={password.get_secret_value()}]")
+            (
+                "--add-scram",
+                f"{SCRAM}=[name={name},password={password.get_secret_value()}]",
+            )
             for name, password in self.settings.kafka_scram_users.items()
         ]
         return [

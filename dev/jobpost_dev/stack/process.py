@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from jobpost_dev.ports import Port
 from jobpost_dev.stack import pidfile
 from jobpost_dev.stack.pidfile import ProcessIdentity
 from jobpost_dev.stack.settings import POMS, StackError, StackSettings, mvn
@@ -173,6 +174,10 @@ class Server:
 
     def addresses(self) -> list[str]:
         """Where clients reach it."""
+        raise NotImplementedError
+
+    def ports(self) -> list[Port]:
+        """Every port it listens on, each with the setting that moves it."""
         raise NotImplementedError
 
     def prepare(self) -> None:

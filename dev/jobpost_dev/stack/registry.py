@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from jobpost_dev.ports import Port
 from jobpost_dev.stack.process import Progress, Server, fetch_archive, megabytes, quiet
 from jobpost_dev.stack.settings import StackError, StackSettings, java_home
 
@@ -62,6 +63,11 @@ class RegistryServer(Server):
 
     def addresses(self) -> list[str]:
         return [self.settings.registry_url]
+
+    def ports(self) -> list[Port]:
+        port, setting = self.settings.registry_port, "JOBPOST_STACK_REGISTRY_PORT"
+        management = f"{self.name}'s management interface (its port + 1)"
+        return [Port(port, self.name, setting), Port(port + 1, management, setting)]
 
     def prepare(self) -> None:
         (self.home / "data").mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,8 @@ import pytest
 
 from jobpost_dev import prometheus, stack
 from jobpost_dev.processes import log_dir
+from jobpost_dev.run import RunSettings
 from jobpost_dev.stack.settings import POMS
-from jobpost_dev.supervisor import RunSettings
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from jobpost_dev import prometheus
-from jobpost_dev.supervisor import RunSettings, components
+from jobpost_dev.run import RunSettings, components
 
 
 def test_every_replica_of_every_component_is_scraped():

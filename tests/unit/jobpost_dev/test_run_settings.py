@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from jobpost_dev.run import RunSettings, components
 from jobpost_dev.run_env import component_env
-from jobpost_dev.supervisor import RunSettings, components
 
 VARIABLES = (
     "JOBPOST_API_PORT",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobpost_dev.supervisor import RunSettings, components
+from jobpost_dev.run import RunSettings, components
 
 
 @pytest.fixture(autouse=True)

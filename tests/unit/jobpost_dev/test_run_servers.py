@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from jobpost_dev import stack, supervisor
+from jobpost_dev import run, stack
 
 
 class FakeServer:
@@ -41,7 +41,9 @@ def test_a_server_whose_start_was_interrupted_is_stopped(
     monkeypatch.setattr(signal, "signal", lambda *_args: None)
     monkeypatch.delenv("JOBPOST_RUN_SERVERS", raising=False)
 
-    assert supervisor.run() == 0
+    monkeypatch.setattr(run, "ports_needed", lambda *_: [])  # 8000 and the rest may be in use here
+
+    assert run.run() == 0
 
     assert elasticsearch.stopped
     assert not kafka.stopped
