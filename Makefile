@@ -35,8 +35,11 @@ $(LOCKED): $(DEV_LOCK) | python-check
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
 	touch $(LOCKED)
 
-$(STAMP): $(LOCKED) pyproject.toml
+# The product, then its development tools beside it (dev/: `jobpost run`, `stack`, `doctor`,
+# `chaos`, `sandbox`), both editable.
+$(STAMP): $(LOCKED) pyproject.toml dev/pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e dev
 	@$(BIN)/pip check || { echo "the lock does not hold what pyproject.toml asks for: run make lock" >&2; exit 1; }
 	touch $(STAMP)
 
@@ -72,7 +75,7 @@ unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy jobpost schemas runtime sequencer producer_api consumers search_indexer
+	$(BIN)/mypy jobpost schemas runtime sequencer producer_api consumers search_indexer dev/jobpost_dev
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -24,7 +24,7 @@ import httpx
 from confluent_kafka import Producer
 
 from bench.common import delete_prefix, local_kafka, percentiles
-from jobpost.processes import Process, free_port, kafka_env, wait_until
+from jobpost_dev.processes import Process, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate

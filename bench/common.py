@@ -11,7 +11,7 @@ import uuid
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from jobpost import stack
+from jobpost_dev import stack
 from runtime.kafka import KafkaSettings
 from runtime.topics import delete_topics, ensure_topics
 

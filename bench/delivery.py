@@ -22,8 +22,8 @@ from consumers.config import ConsumerSettings
 from consumers.delivery import DELIVERIES
 from consumers.main import client_session, destination_for
 from consumers.runner import DeliveryRunner
-from jobpost import stack
-from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from schemas import codec
 from schemas.model import Destination, Op, Posting, PostingUpdate

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.common import delete_prefix, local_kafka, percentiles
 from bench.system import SERVERS, cpu_seconds, java_pids
-from jobpost.processes import wait_until
+from jobpost_dev.processes import wait_until
 from runtime.kafka import KafkaSettings, poll_batch
 from schemas.topics import Topics
 from sequencer.config import SequencerSettings

@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from elasticsearch import Elasticsearch, helpers
 
 from bench.common import local_kafka, percentiles
-from jobpost import stack
-from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess, Process, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec

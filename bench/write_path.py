@@ -28,8 +28,8 @@ import httpx
 
 from bench import stages
 from bench.common import delete_prefix, local_kafka
-from jobpost import stack
-from jobpost.processes import ApiProcess
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess
 from runtime.kafka import KafkaSettings
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate

@@ -1,4 +1,4 @@
-"""What the tests need beyond jobpost.processes: an API process that hands out the test
+"""What the tests need beyond jobpost_dev.processes: an API process that hands out the test
 client, and reading the postings topic back."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import functools
 
 from confluent_kafka import Message
 
-from jobpost import processes
-from jobpost.processes import (  # noqa: F401 - the tests import them from here
+from jobpost_dev import processes
+from jobpost_dev.processes import (  # noqa: F401 - the tests import them from here
     Process,
     free_port,
     kafka_env,

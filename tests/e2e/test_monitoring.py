@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from confluent_kafka import Producer
 
-from jobpost.processes import LOG_DIR, free_port
+from jobpost_dev.processes import free_port, log_dir
 from schemas.topics import Topics
 from tests.dashboard import dashboard_queries, metric_names
 from tests.e2e.conftest import System, started_system
@@ -124,7 +124,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
 ):
     # A Prometheus of its own (no series of an earlier run answer for this one), and the
     # components' logs beside the test's own.
-    stack_dir = LOG_DIR / f"monitoring-{unique}"
+    stack_dir = log_dir() / f"monitoring-{unique}"
     port = free_port()
     prometheus = f"http://127.0.0.1:{port}"
     settings = {

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from jobpost import doctor
+from jobpost_dev import doctor
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 

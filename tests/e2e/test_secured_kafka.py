@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from jobpost import stack
-from jobpost.processes import free_port, wait_until
-from jobpost.stack.tls import CertificateAuthority
+from jobpost_dev import stack
+from jobpost_dev.processes import free_port, wait_until
+from jobpost_dev.stack.tls import CertificateAuthority
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
 from tests.e2e.conftest import TOKEN, started_system

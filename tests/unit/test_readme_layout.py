@@ -19,10 +19,6 @@ CODE = (
     "dev/jobpost_dev",
     "tests",
 )
-# The development harness moves from jobpost/ and stack/ into dev/ (issue 38). Until that move
-# is in the tree, the table's dev rows are checked where the code still is: rows that resolve
-# to one folder share their names. Once dev/ exists this is inert; delete it then.
-BEFORE_THE_MOVE = {"dev": ".", "dev/jobpost_dev": "jobpost"}
 
 
 def rows() -> dict[str, str]:
@@ -36,8 +32,6 @@ def rows() -> dict[str, str]:
 
 
 def where(folder: str) -> Path:
-    if not (ROOT / folder).exists() and folder in BEFORE_THE_MOVE:
-        return (ROOT / BEFORE_THE_MOVE[folder]).resolve()
     return (ROOT / folder).resolve()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from jobpost.processes import running
+from jobpost_dev.processes import running
 from tests.processes import ApiProcess, free_port, wait_until
 
 TOKEN = "internal-port-token"

@@ -21,7 +21,7 @@ from consumers.boards.linkedin import LinkedInSettings
 from consumers.boards.settings import UnsafeBoardSettings
 from consumers.boards.tokens import ClientCredentials, StaticToken, refresh_after, token_source
 from consumers.errors import RejectedError, RetryableError
-from jobpost.sandbox import tokens as sandbox_tokens
+from jobpost_dev.sandbox import tokens as sandbox_tokens
 from tests.unit.consumers.board_server import answering, board, run, update
 
 

@@ -24,7 +24,7 @@ from consumers.boards.base import (
 from consumers.boards.employers import SANDBOX_REGISTRY, Employer, EmployerRegistry, LinkedInIdentity
 from consumers.boards.indeed import IndeedAdapter, IndeedSettings
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from jobpost.sandbox import MALFORMED_ANSWERS
+from jobpost_dev.sandbox import MALFORMED_ANSWERS
 from schemas.model import Op, Posting
 from tests.unit.consumers.board_server import answering, board, run, update
 
