@@ -32,10 +32,11 @@ from jobpost import stack
 from jobpost.processes import ApiProcess
 from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
+from tests import postings
 
 TOKEN = "bench"
-BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}
+BODY = postings.body(0)
 RATES = (50, 100, 200)
 
 
@@ -248,7 +249,7 @@ def _measure(kafka: KafkaSettings, seconds: float) -> None:
     sample = codec.posting_updates().encode(
         PostingUpdate(
             posting_id=postings[0], version=1, op=Op.UPDATED, idempotency_key=f"{postings[0]}:1",
-            request_id="x" * 32, posting=Posting(**BODY), last_update_time_millis=0, accepted_at=0,
+            request_id="x" * 32, posting=postings.posting(0), last_update_time_millis=0, accepted_at=0,
         )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).

@@ -6,7 +6,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CODE = ("schemas", "runtime", "sequencer", "producer_api", "consumers", "search_indexer", "jobpost", "tests")
+CODE = (
+    "schemas",
+    "runtime",
+    "listing",
+    "sequencer",
+    "producer_api",
+    "consumers",
+    "search_indexer",
+    "jobpost",
+    "tests",
+)
 
 
 def rows() -> dict[str, str]:

@@ -26,17 +26,17 @@ from consumers.boards.base import (
     Throttled,
     TokenRefused,
 )
-from consumers.boards.employers import (
+from consumers.boards.indeed import IndeedAdapter, IndeedSettings
+from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from consumers.boards.tokens import ClientCredentials, token_source
+from jobpost.processes import wait_until
+from listing.employers import (
     SANDBOX_REGISTRY,
     Employer,
     EmployerRegistry,
     IndeedIdentity,
     LinkedInIdentity,
 )
-from consumers.boards.indeed import IndeedAdapter, IndeedSettings
-from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import ClientCredentials, token_source
-from jobpost.processes import wait_until
 from schemas.model import Op, PostingUpdate
 from tests.unit.consumers.board_server import update as an_update
 

@@ -6,10 +6,11 @@ The test client checks every answer of 400 or more for what the contract promise
 import httpx
 import pytest
 
+from tests import postings
 from tests.client import ABSENT, ApiClient
 from tests.processes import read_postings
 
-POSTING = {"title": "Data Engineer", "description": "Pipelines", "notes": "hybrid"}
+POSTING = postings.body(0, notes="hybrid")
 
 
 @pytest.fixture
