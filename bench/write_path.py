@@ -170,11 +170,16 @@ def saturate(api: Target, posting_ids: list[str], clients: int, seconds: float) 
     if shutil.which("wrk") is None:
         _, latencies = asyncio.run(closed_loop(api, posting_ids, clients, seconds))
         return _load(latencies, seconds, 0, "httpx")
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as ids:
+    with (
+        tempfile.NamedTemporaryFile("w", suffix=".txt") as ids,
+        tempfile.NamedTemporaryFile("w", suffix=".json") as body,
+    ):
         ids.write("\n".join(posting_ids))
         ids.flush()
+        body.write(json.dumps(BODY))  # the factory's posting, as every other client of the bench sends
+        body.flush()
         script = str(Path(__file__).with_name("put_random.lua"))
-        env = {**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN}
+        env = {**os.environ, "IDS_FILE": ids.name, "BODY_FILE": body.name, "BENCH_TOKEN": TOKEN}
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", script, api.url]
         output = subprocess.run(command, env=env, capture_output=True, text=True).stdout
     found = re.search(

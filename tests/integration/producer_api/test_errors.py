@@ -36,7 +36,8 @@ def test_refused_requests_answer_problems_and_write_nothing(api, posting, kafka,
         {"title": "x" * 201},
         {"description": "x" * 25_001},
         {"notes": "x" * 2_001},
-        {"salary": 100},
+        {"salary": 100},  # not a salary range
+        {"bonus": 100},  # no such field
         {"title": 42},
     ):
         problem = client.create(**changes, expect=422)
