@@ -42,9 +42,10 @@ from runtime.stores import REBUILDS, RESTORED, PartitionStore, StateSettings, St
 from runtime.topics import ensure_topics
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryStatus, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests import postings
 
 STATES, TAIL, OLD_POSTINGS, PARTITIONS = 1_000_000, 10_000, 1_000, 6
 
@@ -82,7 +83,14 @@ def fill(kafka: KafkaSettings, state_dir: Path) -> None:
 def write_postings(kafka: KafkaSettings, producer: Producer, posting_ids: list[str]) -> None:
     for posting_id in posting_ids:
         update = PostingUpdate(
-            posting_id, 0, Op.CREATED, f"{posting_id}:0", uuid.uuid4().hex, Posting("Bench", "x", ""), 0, 0
+            posting_id,
+            0,
+            Op.CREATED,
+            f"{posting_id}:0",
+            uuid.uuid4().hex,
+            postings.posting(0, title="Bench"),
+            0,
+            0,
         )
         value = codec.posting_updates().encode(update)
         producer.produce(Topics(kafka.topic_prefix).postings, key=posting_id, value=value)

@@ -27,8 +27,9 @@ from bench.common import delete_prefix, local_kafka, percentiles
 from jobpost_dev.processes import Process, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 
 BUDGET, WINDOWS, POSTINGS, VERSIONS = 600, 3, 600, 4
 BOARDS = ("linkedin", "indeed")
@@ -48,7 +49,7 @@ class Writer:
             now = time.time_ns() // 1_000_000
             update = PostingUpdate(
                 posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-                uuid.uuid4().hex, Posting(f"Bench {posting_id}", "x" * 200), now, now,
+                uuid.uuid4().hex, postings.posting(len(posting_id), title=f"Bench {posting_id}"), now, now,
             )  # fmt: skip
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.written_at[(posting_id, version)] = now

@@ -26,7 +26,8 @@ from jobpost_dev import stack
 from jobpost_dev.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.model import Destination, Op, Posting, PostingUpdate
+from schemas.model import Destination, Op, PostingUpdate
+from tests import postings
 
 LATENCY_MS = 50
 POSTINGS, VERSIONS = 1000, 4
@@ -40,7 +41,7 @@ def write_updates(kafka: KafkaSettings) -> int:
             update = PostingUpdate(
                 posting_id=posting_id, version=version, op=Op.CREATED if version == 0 else Op.UPDATED,
                 idempotency_key=f"{posting_id}:{version}", request_id=uuid.uuid4().hex,
-                posting=Posting("Bench", "x" * 200), last_update_time_millis=0, accepted_at=0,
+                posting=postings.posting(0, title="Bench"), last_update_time_millis=0, accepted_at=0,
             )  # fmt: skip
             producer.produce(
                 f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
@@ -105,9 +106,7 @@ def end_to_end(kafka: KafkaSettings, sandbox: str, env: dict[str, str], writes: 
         ids = []
         with httpx.Client(headers=api.headers, timeout=30) as http:
             for n in range(writes):
-                ids.append(
-                    http.post(f"{api.url}/postings", json={"title": f"E2E {n}", "description": ""}).json()
-                )
+                ids.append(http.post(f"{api.url}/postings", json=postings.body(n, title=f"E2E {n}")).json())
                 time.sleep(0.02)
         latencies = []
         for posting in ids:

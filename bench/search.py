@@ -23,11 +23,12 @@ from jobpost_dev.processes import ApiProcess, Process, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.search import SearchDocument
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import DOCUMENTS, SearchIndexer
+from tests import postings
 
 UPDATES, POSTINGS = 20_000, 5_000
 
@@ -41,7 +42,7 @@ def updates() -> list[PostingUpdate]:
             op=Op.CREATED if n < POSTINGS else Op.UPDATED,
             idempotency_key=f"{ids[n % POSTINGS]}:{n // POSTINGS}",
             request_id=uuid.uuid4().hex,
-            posting=Posting(f"Search Engineer {n}", "Lucene " * 30),
+            posting=postings.posting(n, title=f"Search Engineer {n}"),
             last_update_time_millis=1,
             accepted_at=1,
         )
@@ -116,9 +117,7 @@ def searchable_latency(kafka: KafkaSettings, es_url: str, writes: int = 100) -> 
         with httpx.Client(headers=api.headers, timeout=30, base_url=api.url) as http:
             for _ in range(writes):
                 word = f"zq{uuid.uuid4().hex[:10]}"
-                http.post(
-                    "/postings", json={"title": f"Latency {word}", "description": ""}
-                ).raise_for_status()
+                http.post("/postings", json=postings.body(0, title=f"Latency {word}")).raise_for_status()
                 started = time.perf_counter()
                 found = lambda: http.get("/postings", params={"q": word}).json().get("items")  # noqa: E731
                 wait_until(found, 60, "searchable", interval=0.005)

@@ -65,6 +65,12 @@ class ApiSettings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     # 100 postings with the contract's longest description (25,000 characters) each fit.
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, description="POST /postings:batch")
+    employers_file: Path | None = Field(
+        default=None,
+        description="the employer registry (who each employer is on each board; the consumers' file): "
+        "a posting for a board its employer has no identity on is refused. Default: the sandbox's, "
+        "the employer `default` only",
+    )
     title_max_chars: int = Field(default=200, ge=1, le=200)
     description_max_chars: int = Field(default=25_000, ge=0, le=25_000)
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)

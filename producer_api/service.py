@@ -9,6 +9,9 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
+import listing
+from listing.employers import SANDBOX_REGISTRY, EmployerRegistry
+from listing.problems import Problem
 from producer_api.audit import Audit
 from producer_api.bulkhead import Bulkhead, BulkheadFull
 from producer_api.callers import Caller
@@ -18,7 +21,7 @@ from producer_api.read.progress import Progress, progress
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.timeline import Timeline
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
-from schemas.model import ANY_EMPLOYER, DEFAULT_EMPLOYER, Action, Command, Outcome, Posting
+from schemas.model import ANY_EMPLOYER, DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting
 from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
@@ -82,13 +85,14 @@ def request_fingerprint(action: Action, posting: Posting | None) -> str:
 
 
 def _body(posting: Posting) -> dict[str, Any]:
-    """The body's fields, as JSON had them; the optional fields only when given, so a
-    request of a release before them keeps its fingerprint."""
+    """The body's fields, as JSON had them; the optional fields only when they differ from
+    their defaults, so a request of a release before them keeps its fingerprint."""
     fields = posting.to_avro()
-    return {name: value for name, value in fields.items() if value is not None or name in _ALWAYS}
+    return {name: value for name, value in fields.items() if name in _ALWAYS or value != _DEFAULTS[name]}
 
 
 _ALWAYS = {"title", "description", "notes"}
+_DEFAULTS = Posting("", "").to_avro()
 
 
 def create_id(employer: str, request_id: str | None) -> str:
@@ -111,8 +115,10 @@ class PostingService:
         events: DeliveryEventsView | None = None,
         audit: Audit | None = None,
         strong_reads: Bulkhead | None = None,
+        employers: EmployerRegistry = SANDBOX_REGISTRY,
     ) -> None:
         self.commands = commands
+        self.employers = employers
         self.audit = audit
         self.strong_reads = strong_reads
         self.view = view
@@ -133,6 +139,17 @@ class PostingService:
             raise PostingError(Refusal.BAD_CURSOR, str(exc)) from exc
         except SearchUnavailable as exc:
             raise Unavailable(f"search is unavailable: {exc}") from exc
+
+    def listing(
+        self, caller: Caller, posting: Posting, posting_id: str | None = None
+    ) -> dict[Destination, list[Problem]]:
+        """What each board the posting targets would refuse in it (`listing`), for the
+        employer it is written for: the caller's, or for an operator's replace the posting's."""
+        employer = caller.employer
+        if posting_id is not None and caller.operator:
+            known = self.view.get(posting_id)
+            employer = employer if known is None or known.employer is None else known.employer
+        return listing.problems_by_board(posting, employer, self.employers)
 
     async def create(self, caller: Caller, posting: Posting, request_id: str | None) -> PostingView:
         posting_id = create_id(caller.employer, request_id)

@@ -22,7 +22,8 @@ at most 50 per GET so the query stays under LinkedIn's 4 KB (check-job-posting-s
 Choices the documentation leaves open: CREATE for version 0, UPDATE for every later one
 (an UPDATE of a job LinkedIn never created fails in its task); `listedAt` is the version's
 `last_update_time_millis` (the record carries no creation time); a posting without a
-location or apply URL takes its employer's (`consumers.boards.employers`).
+location or apply URL takes its employer's (`listing.employers`); a posting's structured
+locations are sent as "City, Region, CC", the first as `location` (the rest are not sent yet).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ from consumers.boards.base import (
     TaskState,
     Unsure,
 )
-from consumers.boards.employers import EmployerRegistry
 from consumers.boards.settings import BoardSettings
+from listing import linkedin_rules
+from listing.employers import EmployerRegistry
 from runtime.http import retryable_status
-from schemas.model import Destination, Op, PostingUpdate
+from schemas.model import Destination, Op, Posting, PostingUpdate
 
 MOST_PER_CALL = 100
 TASK_IDS_PER_CALL = 50
@@ -120,10 +122,8 @@ class LinkedInAdapter:
     def _element(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)
         if employer is None or employer.linkedin is None:
-            return Rejected(
-                f"employer {update.employer!r} has no LinkedIn organization in the employer registry "
-                f"({self.employers.source}; set {LinkedInSettings.ENV}EMPLOYERS_FILE)"
-            )
+            (problem,) = linkedin_rules.employer_problems(update.employer, self.employers)
+            return Rejected(problem.detail)
         posting = update.posting
         operation = "CREATE" if update.version == 0 else "UPDATE"
         if update.op == Op.DELETED:
@@ -136,10 +136,20 @@ class LinkedInAdapter:
             "title": posting.title,
             "description": posting.description,
             "listedAt": update.last_update_time_millis,
-            "location": posting.location or employer.location,
+            "location": _location(posting) or employer.location,
             "listingType": "BASIC",
         }
         return {name: value for name, value in element.items() if value is not None}
+
+
+def _location(posting: Posting) -> str | None:
+    """The posting's first location in one of LinkedIn's formats ("CITY, STATE, COUNTRY",
+    "POSTALCODE, COUNTRYCODE", "COUNTRY"), or a record's free text from before `locations`."""
+    if not posting.locations:
+        return posting.location
+    place = posting.locations[0]
+    parts = [place.city, place.region] if place.city else [place.postal_code]
+    return ", ".join([part for part in parts if part] + [place.country])
 
 
 def _element_outcomes(answer: Answer, updates: Sequence[PostingUpdate]) -> list[ElementOutcome]:

@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from listing.employers import EmployerRegistry
 from producer_api.audit import Audit
 from producer_api.bulkhead import Bulkhead
 from producer_api.commands import CommandClient, OutcomeUnknown
@@ -26,7 +27,7 @@ from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
 from producer_api.http.problems import Problem
-from producer_api.http.routes import batch, health, operations, postings, snapshot
+from producer_api.http.routes import batch, health, operations, postings, snapshot, validation
 from producer_api.operations import Operations
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
@@ -84,7 +85,15 @@ def create_app(
         strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
         search = TitleSearch(settings.elasticsearch, settings.search_alias, searches)
         app.state.service = PostingService(
-            commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
+            commands,
+            view,
+            deliveries,
+            search,
+            settings.write_timeout_s,
+            events,
+            audit,
+            strong_reads,
+            EmployerRegistry.load(settings.employers_file),
         )
         app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
@@ -141,6 +150,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(postings.router)
     app.include_router(batch.router)
+    app.include_router(validation.router)
     app.include_router(operations.router)
     app.include_router(snapshot.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")

@@ -20,6 +20,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -110,7 +111,7 @@ class Load:
             next_at += interval
             roll = self.random.random()
             if len(live) < self.postings_per_client and (roll < 0.3 or not live):
-                body = {"title": f"Chaos {number}", "description": "written under faults", "notes": ""}
+                body = listable(f"Chaos {number}")
                 created = await write(http, "POST", "/postings", body, number)
                 if created is not None:
                     live.append(created.posting_id)
@@ -119,7 +120,7 @@ class Load:
                 await self._write(http, "DELETE", f"/postings/{posting_id}", None, number)
             else:
                 posting_id = self.random.choice(live)
-                body = {"title": f"Chaos {number} {self._keys}", "description": "under faults", "notes": ""}
+                body = listable(f"Chaos {number} {self._keys}")
                 await write(http, "PUT", f"/postings/{posting_id}", body, number)
 
     def _token(self, number: int) -> str:
@@ -204,3 +205,16 @@ def _sample(started: float, ack: Ack | None) -> Sample:
 def _ack(method: str, answer: dict, marker: str = "") -> Ack:
     op = {"POST": "CREATED", "PUT": "UPDATED", "DELETE": "DELETED"}[method]
     return Ack(answer["id"], answer["version"], op, marker)
+
+
+def listable(title: str) -> dict[str, Any]:
+    """A body both boards would list (the API refuses any other): the chaos run writes as the
+    sandbox's employer, a real-looking ad under a title that names the client and the write."""
+    return {
+        "title": title,
+        "description": "Join the platform team that keeps our hiring systems running through failures. "
+        "You will build streaming services in Python on Kafka and own their monitoring and on-call.",
+        "notes": "",
+        "locations": [{"city": "Berlin", "region": "Berlin", "postal_code": "10115", "country": "DE"}],
+        "apply_url": "https://careers.example.com/jobs/chaos",
+    }

@@ -57,7 +57,7 @@ an object."""
     },
 )
 async def write_batch(body: BatchIn, service: Service, settings: Settings, caller: CurrentCaller) -> Response:
-    checked = [write_of(item, settings) for item in body.items]
+    checked = [write_of(item, settings, service, caller) for item in body.items]
     results = iter(await batch.apply(service, caller, [w for w in checked if isinstance(w, Write)]))
     items = [_refused(w) if isinstance(w, Problem) else answer(w, next(results)) for w in checked]
     # Built here rather than through BatchOut (which documents it): each posting and problem

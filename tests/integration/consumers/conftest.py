@@ -8,8 +8,9 @@ from confluent_kafka import Producer
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 from tests.processes import ApiProcess, Process, free_port, kafka_env, running_api, wait_until
 
 TOKEN = "delivery-token"
@@ -121,7 +122,7 @@ class Versions:
             kind = op or (Op.CREATED if version == 0 else Op.UPDATED)
             update = PostingUpdate(
                 posting_id, version, kind, f"{posting_id}:{version}", f"r-{posting_id}-{version}",
-                Posting(f"Role {posting_id} v{version}", "Work", ""), now, now,
+                postings.posting(version, title=f"Role {posting_id} v{version}", notes=""), now, now,
             )  # fmt: skip
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.producer.poll(0)

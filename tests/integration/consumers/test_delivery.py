@@ -11,10 +11,11 @@ import httpx
 from runtime.replay import replay
 from schemas import codec
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.conftest import dead_letters
 from tests.processes import ApiProcess, wait_until
 
-BODY = {"title": "Delivery Driver", "description": "Vans", "notes": ""}
+BODY = postings.body(5, title="Delivery Driver", notes="")
 
 
 def create(api: ApiProcess, title: str = "Delivery Driver") -> str:

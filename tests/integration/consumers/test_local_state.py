@@ -22,8 +22,9 @@ from runtime.replay import replay
 from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
+from tests import postings
 
 
 def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) -> None:
@@ -31,7 +32,7 @@ def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) 
     for posting_id in posting_ids:
         update = PostingUpdate(
             posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-            uuid.uuid4().hex, Posting(f"Role {posting_id}", "d", ""), 0, 0,
+            uuid.uuid4().hex, postings.posting(0, title=f"Role {posting_id}", notes=""), 0, 0,
         )  # fmt: skip
         producer.produce(topic, key=posting_id, value=codec.posting_updates().encode(update))
     assert producer.flush(10) == 0

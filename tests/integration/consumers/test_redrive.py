@@ -15,6 +15,7 @@ from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.conftest import TOKEN, dead_letters, delivery_events, state_history
 from tests.processes import ApiProcess, wait_until
 
@@ -69,15 +70,13 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
     api = ApiProcess(kafka, TOKEN, elasticsearch_url)
     api.wait_ready()
     http = httpx.Client(base_url=api.url, headers=api.headers, timeout=30)
-    posting = http.post("/postings", json={"title": "Redrive after a restart", "description": "d"}).json()[
-        "id"
-    ]
+    posting = http.post("/postings", json=postings.body(3, title="Redrive after a restart")).json()["id"]
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
     sandbox.faults("linkedin", "reject", posting_ids=[posting])
-    http.put(f"/postings/{posting}", json={"title": "v1", "description": "d"})
+    http.put(f"/postings/{posting}", json=postings.body(3, title="v1"))
     wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
     sandbox.faults("linkedin", "none")
-    http.put(f"/postings/{posting}", json={"title": "v2", "description": "d"})
+    http.put(f"/postings/{posting}", json=postings.body(3, title="v2"))
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 2], 30, "version 2")
     api.stop()
 

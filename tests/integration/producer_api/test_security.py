@@ -33,8 +33,9 @@ from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
 from schemas.audit import AuditAction, AuditEvent
 from schemas.dead_letters import DeadLetterHeaders
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 from tests.client import ApiClient
 from tests.processes import ApiProcess, Process, kafka_env, versions_of, wait_until
 from tests.servers import one_broker
@@ -102,6 +103,8 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
     alias = f"{prefix}-postings"
     credentials = tmp_path_factory.mktemp("credentials") / "credentials.json"
     credentials.write_text(credentials_document(list(TOKENS)))
+    employers = credentials.with_name("employers.json")  # whom they write for, at both boards
+    employers.write_text(postings.employers_document(*{employer for employer, _ in GRANTS.values()}))
     jwks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
     threading.Thread(target=jwks.serve_forever, daemon=True).start()
     indexer = Process(
@@ -118,6 +121,7 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
         JOBPOST_API_SEARCH_ALIAS=alias,
         JOBPOST_API_CREDENTIALS_FILE=str(credentials),
         JOBPOST_API_CREDENTIALS_CHECK_S="0.2",
+        JOBPOST_API_EMPLOYERS_FILE=str(employers),
         JOBPOST_API_OIDC_JWKS_URL=f"http://127.0.0.1:{jwks.server_port}/jwks",
         JOBPOST_API_OIDC_ISSUER=ISSUER,
         JOBPOST_API_OIDC_AUDIENCE=AUDIENCE,
@@ -290,7 +294,7 @@ def test_every_accepted_write_and_redrive_is_in_the_audit_stream(system):
     by_dev = dev.create(title="By a development token")
     acme.replace(by_dev["id"], title="Refused: not acme's", expect=404)  # refused: not audited
     letter = PostingUpdate(
-        by_dev["id"], 0, Op.CREATED, f"{by_dev['id']}:0", "r", Posting("Audited", ""), 1, 1
+        by_dev["id"], 0, Op.CREATED, f"{by_dev['id']}:0", "r", postings.posting(2, title="Audited"), 1, 1
     )
     dead_letter(system.kafka, letter)
 
@@ -319,8 +323,9 @@ def test_every_accepted_write_and_redrive_is_in_the_audit_stream(system):
 def test_a_deleted_posting_keeps_no_text_in_search_or_its_timeline(system):
     acme = system.client("ats-acme")
     word = f"secret{uuid.uuid4().hex[:8]}"
-    posting = acme.create(title=f"Top {word} role", description=f"The {word} details", notes=word)
-    acme.replace(posting["id"], title=f"Top {word} role, senior", description=f"More {word}")
+    details = f"{postings.body(0)['description']} The {word} details."
+    posting = acme.create(title=f"Top {word} role", description=details, notes=word)
+    acme.replace(posting["id"], title=f"Top {word} role, senior", description=f"{details} More {word}.")
 
     def document() -> dict | None:
         answer = httpx.get(f"{system.elasticsearch_url}/{system.alias}/_doc/{posting['id']}", timeout=10)

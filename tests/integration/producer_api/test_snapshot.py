@@ -6,9 +6,10 @@ import re
 
 import httpx
 
+from tests import postings
 from tests.processes import running_api
 
-POSTING = {"title": "Harbour Pilot", "description": "Tides", "notes": ""}
+POSTING = postings.body(4, title="Harbour Pilot", notes="")
 
 
 def restored(api, store: str) -> float:

@@ -8,9 +8,10 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from runtime.topics import TopicMismatchError, ensure_topics
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests import postings
 from tests.processes import wait_until
 
 
@@ -27,7 +28,7 @@ def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics
             op=Op.CREATED,
             idempotency_key=f"{posting_id}:{version}",
             request_id="smoke",
-            posting=Posting("Smoke", ""),
+            posting=postings.posting(0, title="Smoke"),
             last_update_time_millis=1,
             accepted_at=1,
         )

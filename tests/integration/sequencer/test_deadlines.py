@@ -20,6 +20,7 @@ from runtime.replay import replay
 from schemas import codec
 from schemas.model import Outcome
 from schemas.partitioning import partition_for
+from tests import postings
 from tests.processes import ApiProcess, Process, kafka_env, read_postings, wait_until
 
 TOKEN = "deadline-token"
@@ -95,7 +96,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
     http = httpx.Client(base_url=api.url, headers=api.headers, timeout=30)
 
     def put(posting_id: str, title: str) -> httpx.Response:
-        body = {"title": title, "description": "Deadlines", "notes": ""}
+        body = postings.body(1, title=title, notes="")
         response = http.put(f"/postings/{posting_id}", json=body)
         answered.setdefault(title, []).append(response.status_code)
         return response
@@ -110,7 +111,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
         return response
 
     def create() -> httpx.Response:
-        created = http.post("/postings", json={"title": "v0", "description": "Deadlines", "notes": ""})
+        created = http.post("/postings", json=postings.body(1, title="v0", notes=""))
         answered.setdefault("v0", []).append(created.status_code)
         return created
 

@@ -7,10 +7,11 @@ import uuid
 import httpx
 from confluent_kafka import Producer
 
+from tests import postings
 from tests.processes import running_api, versions_of, wait_until
 
 TOKEN = "liveness-token"
-POSTING = {"title": "Night Porter", "description": "Keys"}
+POSTING = postings.body(8, title="Night Porter")
 
 
 def sessions_started(api) -> float:

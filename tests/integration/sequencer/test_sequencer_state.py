@@ -15,8 +15,9 @@ from rocksdict import Options, Rdict
 
 from runtime.stores import PartitionStore
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.partitioning import partition_for
+from tests import postings
 from tests.processes import ApiProcess, read_postings, running_api, versions_of
 
 TOKEN = "test-token"
@@ -92,7 +93,7 @@ def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topic
     for version, op in enumerate((Op.CREATED, Op.UPDATED)):
         update = PostingUpdate(
             posting_id, version, op, f"{posting_id}:{version}", f"r{version}",
-            Posting(f"Title {version}", "d", ""), 1000 + version, 1000 + version, "",
+            postings.posting(version, title=f"Title {version}", notes=""), 1000 + version, 1000 + version, "",
         )  # fmt: skip
         producer.produce(
             topics.postings, key=posting_id, value=codec.posting_updates().encode(update),
@@ -161,7 +162,8 @@ def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_
         partition = partition_for(posting_id, kafka.partitions)
         intruder = PostingUpdate(
             posting_id="intruder", version=0, op=Op.CREATED, idempotency_key="intruder:0",
-            request_id="r", posting=Posting("Intruder", ""), last_update_time_millis=1, accepted_at=1,
+            request_id="r", posting=postings.posting(1, title="Intruder"), last_update_time_millis=1,
+            accepted_at=1,
         )  # fmt: skip
         producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
         producer.produce(

@@ -23,9 +23,10 @@ from consumers.items import Item
 from consumers.lanes import LaneScheduler
 from consumers.retry import RetryPolicy, RetrySettings
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryState, Destination, Op, PostingUpdate
+from tests import postings
 
-SNAPSHOT = Posting("Engineer", "d", "")
+SNAPSHOT = postings.posting(0)
 
 
 def update(posting_id: str, version: int, op: str | None = None) -> PostingUpdate:

@@ -4,7 +4,6 @@ that keeps sandbox credentials away from a real board."""
 from __future__ import annotations
 
 import asyncio
-import json
 from urllib.parse import parse_qsl
 
 import aiohttp
@@ -14,7 +13,6 @@ from pydantic import SecretStr
 
 from consumers.boards import settings as board_settings
 from consumers.boards.base import BoardDown, Rejected, Submitted, TokenRefused
-from consumers.boards.employers import EmployerRegistry
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.legacy import OneAtATime
 from consumers.boards.linkedin import LinkedInSettings
@@ -215,42 +213,6 @@ def test_a_real_board_with_its_own_credentials_starts(tmp_path):
     IndeedSettings(
         base_url="https://apis.indeed.com", access_token=SecretStr("from-the-proxy"), employers_file=registry
     ).check_credentials()
-
-
-def test_an_employer_registry_is_read_from_its_file_and_a_bad_one_stops_the_start(tmp_path):
-    path = tmp_path / "employers.json"
-    path.write_text(
-        json.dumps(
-            {
-                "employers": {
-                    "acme": {
-                        "company_name": "Acme",
-                        "linkedin": {"organization": "urn:li:organization:42"},
-                        "indeed": {
-                            "employer_id": "a-1",
-                            "employer_id_type": "ATS_ID",
-                            "source_name": "Acme",
-                            "country": "FR",
-                        },
-                    }
-                }
-            }
-        )
-    )
-    registry = EmployerRegistry.load(path)
-    assert registry.source == str(path)
-    acme = registry.get("acme")
-    assert (
-        acme is not None
-        and acme.linkedin is not None
-        and acme.linkedin.organization == "urn:li:organization:42"
-    )
-    assert registry.get("default") is None
-    path.write_text(
-        json.dumps({"employers": {"acme": {"company_name": "Acme", "linkedin": {"organization": "acme"}}}})
-    )
-    with pytest.raises(ValueError, match=r"(?s)employer registry .*linkedin\.organization"):
-        EmployerRegistry.load(path)
 
 
 class Adapter:

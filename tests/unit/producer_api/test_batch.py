@@ -24,10 +24,11 @@ from producer_api.service import Caller, PostingError, PostingService, Unavailab
 from runtime.kafka import KafkaSettings
 from schemas.model import DEFAULT_EMPLOYER, Action, Command, Posting, Reply
 from sequencer.domain import PartitionState
+from tests import postings
 
 TOKEN = "unit-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-POSTING = {"title": "Forklift Driver", "description": "Night shift"}
+POSTING = postings.body(9, title="Forklift Driver")
 
 
 class InMemorySequencer:
