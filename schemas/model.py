@@ -27,7 +27,6 @@ from schemas.enums import (
 )
 
 DEFAULT_EMPLOYER = "default"  # whose postings development tokens and records before employers write
-ANY_EMPLOYER = "*"  # an operator's commands: every employer's postings
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +123,10 @@ class Command:
     expected_version: int | None = None
     correlation_id: str = ""
     request_fingerprint: str = ""
-    employer: str = DEFAULT_EMPLOYER  # the sender's; ANY_EMPLOYER for an operator
+    employer: str = DEFAULT_EMPLOYER  # the sender's (a create makes a posting of it)
     actor: str = ""  # the credential that sent it
     budget_ms: int = 0  # how long after its append time it may be applied (0: none given)
+    operator: bool = False  # the sender has the scope ops: any employer's posting
 
     @property
     def keyed(self) -> bool:
@@ -141,6 +141,7 @@ class Command:
             "correlation_id": self.correlation_id,
             "request_fingerprint": self.request_fingerprint,
             "employer": self.employer,
+            "operator": self.operator,
             "actor": self.actor,
             "posting_id": self.posting_id,
             "action": self.action,
@@ -165,6 +166,7 @@ class Command:
             record["employer"],
             record["actor"],
             record["budget_ms"],
+            record["operator"],
         )
 
 

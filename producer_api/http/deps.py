@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from producer_api.callers import Caller, Scope
+from producer_api.callers import Caller, Scope, Unauthenticated
 from producer_api.config import ApiSettings
 from producer_api.http.identity import Identity
 from producer_api.http.problems import Problem
@@ -63,11 +63,14 @@ async def authenticate(
     """The caller a bearer token stands for (401 for none, or a token no source knows),
     once its credential is within its request rate (else 429)."""
     identity: Identity = request.app.state.identity
-    caller = await identity.caller(credentials.credentials) if credentials else None
-    if caller is None:
+    try:
+        if credentials is None:
+            raise Unauthenticated("missing", "no bearer token")
+        caller = await identity.caller(credentials.credentials)
+    except Unauthenticated:
         raise Problem(
             401, "Unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
-        )
+        ) from None
     await identity.rate.check(caller.name)
     return caller
 
