@@ -63,6 +63,9 @@ class ApiSettings(BaseSettings):
     )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
     max_body_bytes: int = 1024 * 1024
+    body_read_timeout_s: float = Field(
+        default=10.0, gt=0, description="a request's body not received within this is answered 408"
+    )
     # 100 postings with the contract's longest description (25,000 characters) each fit.
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, description="POST /postings:batch")
     title_max_chars: int = Field(default=200, ge=1, le=200)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
 from producer_api.config import ApiSettings
 from producer_api.http import present
@@ -15,7 +15,6 @@ from producer_api.http.deps import (
     Service,
     Settings,
     Writer,
-    authenticate,
 )
 from producer_api.http.models import DeletedOut, DeliveriesOut, PostingIn, PostingOut, ProblemOut, SearchPage
 from producer_api.http.ops_models import TimelineOut
@@ -23,10 +22,10 @@ from producer_api.http.problems import validation_problem
 from producer_api.read.views import PostingView
 from schemas.model import Posting
 
+# Each route takes its caller as a `Reader` or a `Writer`: the scope it needs.
 router = APIRouter(
     prefix="/postings",
     tags=["postings"],
-    dependencies=[Depends(authenticate)],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
         403: {"model": ProblemOut, "description": "the credential lacks the scope this call needs"},

@@ -6,9 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from producer_api.http.deps import CurrentCaller, Settings
+from producer_api.http.deps import Operator, Settings
 from producer_api.http.models import ProblemOut
-from producer_api.http.problems import Problem
 from runtime.snapshots import snapshot_tar
 
 router = APIRouter(prefix="/ops", tags=["operations"])
@@ -20,12 +19,10 @@ router = APIRouter(prefix="/ops", tags=["operations"])
     responses={
         200: {"content": {"application/x-tar": {}}, "description": "a tar of checkpoints of every store"},
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
-        403: {"model": ProblemOut, "description": "not an operator's token"},
+        403: {"model": ProblemOut, "description": "the credential lacks the scope `ops`"},
     },
 )
-async def snapshot(caller: CurrentCaller, settings: Settings) -> StreamingResponse:
+async def snapshot(caller: Operator, settings: Settings) -> StreamingResponse:
     """A consistent copy of each of this replica's local stores (views and sequencer), each
     at the source offset it records; a new replica copies it, then reads what came since."""
-    if not caller.operator:
-        raise Problem(403, "Forbidden", "a snapshot holds every employer's postings: an operator's token")
     return StreamingResponse(snapshot_tar(settings.state.dir), media_type="application/x-tar")
