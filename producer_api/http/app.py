@@ -61,7 +61,13 @@ def create_app(
         app.state.identity = identity or Identity.of(settings)
         if settings.peers() and not has_state(settings.state.dir, PostingsView.reader):
             # A new replica: a live one's stores, then only what came since, from Kafka.
-            await asyncio.to_thread(fetch, settings.peers(), settings.peer_token(), settings.state.dir)
+            await asyncio.to_thread(
+                fetch,
+                settings.peers(),
+                settings.peer_token(),
+                settings.state.dir,
+                verify=settings.peer_verify(),
+            )
         commands = CommandClient(settings.kafka, settings.command_budget_s, settings.write_timeout_s)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
@@ -147,7 +153,8 @@ def create_app(
     app.include_router(postings.router)
     app.include_router(batch.router)
     app.include_router(operations.router)
-    app.include_router(snapshot.router)
+    if settings.internal_port is not None:  # every employer's postings: on the internal port only
+        app.include_router(snapshot.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
     if settings.docs:
         docs.install(app)
