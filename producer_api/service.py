@@ -21,7 +21,7 @@ from producer_api.read.progress import Progress, progress
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.timeline import Timeline
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
-from schemas.model import ANY_EMPLOYER, DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting
+from schemas.model import DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting
 from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
@@ -153,23 +153,17 @@ class PostingService:
 
     async def create(self, caller: Caller, posting: Posting, request_id: str | None) -> PostingView:
         posting_id = create_id(caller.employer, request_id)
-        return await self._write(
-            caller, caller.employer, Action.CREATE, posting_id, request_id, posting, None
-        )
+        return await self._write(caller, Action.CREATE, posting_id, request_id, posting, None)
 
     async def replace(
         self, caller: Caller, posting_id: str, posting: Posting, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write(
-            caller, caller.acting_for, Action.REPLACE, posting_id, request_id, posting, expected
-        )
+        return await self._write(caller, Action.REPLACE, posting_id, request_id, posting, expected)
 
     async def delete(
         self, caller: Caller, posting_id: str, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write(
-            caller, caller.acting_for, Action.DELETE, posting_id, request_id, None, expected
-        )
+        return await self._write(caller, Action.DELETE, posting_id, request_id, None, expected)
 
     async def get(self, caller: Caller, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
         if strong:
@@ -224,7 +218,6 @@ class PostingService:
     async def _write(
         self,
         caller: Caller,
-        employer: str,
         action: Action,
         posting_id: str,
         request_id: str | None,
@@ -239,7 +232,8 @@ class PostingService:
             posting=posting,
             expected_version=expected,
             request_fingerprint=request_fingerprint(action, posting),
-            employer=employer,
+            employer=caller.employer,
+            operator=caller.operator,
             actor=caller.name,
         )
         # No verdict in time raises OutcomeUnknown (504): neither applied nor refused is known.
@@ -261,7 +255,7 @@ class PostingService:
         # request's own body is the posting at the version the reply names. An accepted
         # command of one employer is about that employer's posting; an operator's, about
         # the employer the view knows (read-your-writes waits for the view when it knows none).
-        owner = self._owner(employer, posting_id)
+        owner = self._owner(caller, action, posting_id)
         view = PostingView(
             posting_id,
             reply.version,
@@ -274,8 +268,8 @@ class PostingService:
             self.view.observe(view)
         return view
 
-    def _owner(self, employer: str, posting_id: str) -> str | None:
-        if employer != ANY_EMPLOYER:
-            return employer
+    def _owner(self, caller: Caller, action: Action, posting_id: str) -> str | None:
+        if action == Action.CREATE or not caller.operator:
+            return caller.employer
         known = self.view.get(posting_id)
         return None if known is None else known.employer

@@ -35,7 +35,6 @@ from schemas.enums import (
 )
 
 DEFAULT_EMPLOYER = "default"  # whose postings development tokens and records before employers write
-ANY_EMPLOYER = "*"  # an operator's commands: every employer's postings
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +195,10 @@ class Command:
     expected_version: int | None = None
     correlation_id: str = ""
     request_fingerprint: str = ""
-    employer: str = DEFAULT_EMPLOYER  # the sender's; ANY_EMPLOYER for an operator
+    employer: str = DEFAULT_EMPLOYER  # the sender's (a create makes a posting of it)
     actor: str = ""  # the credential that sent it
     budget_ms: int = 0  # how long after its append time it may be applied (0: none given)
+    operator: bool = False  # the sender has the scope ops: any employer's posting
 
     @property
     def keyed(self) -> bool:
@@ -213,6 +213,7 @@ class Command:
             "correlation_id": self.correlation_id,
             "request_fingerprint": self.request_fingerprint,
             "employer": self.employer,
+            "operator": self.operator,
             "actor": self.actor,
             "posting_id": self.posting_id,
             "action": self.action,
@@ -237,6 +238,7 @@ class Command:
             record["employer"],
             record["actor"],
             record["budget_ms"],
+            record["operator"],
         )
 
 

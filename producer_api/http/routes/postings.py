@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
 from producer_api.http import present
 from producer_api.http.deps import (
@@ -14,17 +14,16 @@ from producer_api.http.deps import (
     Service,
     Settings,
     Writer,
-    authenticate,
 )
 from producer_api.http.models import DeletedOut, DeliveriesOut, PostingIn, PostingOut, ProblemOut, SearchPage
 from producer_api.http.ops_models import TimelineOut
 from producer_api.http.posting_body import check_limits, refusal, to_posting
 from producer_api.read.views import PostingView
 
+# Each route takes its caller as a `Reader` or a `Writer`: the scope it needs.
 router = APIRouter(
     prefix="/postings",
     tags=["postings"],
-    dependencies=[Depends(authenticate)],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
         403: {"model": ProblemOut, "description": "the credential lacks the scope this call needs"},
