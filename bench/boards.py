@@ -21,11 +21,11 @@ import time
 import uuid
 
 import httpx
-from confluent_kafka import Producer
 
 from bench.common import delete_prefix, local_kafka, percentiles
 from jobpost.processes import Process, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.topics import Topics
@@ -37,7 +37,7 @@ BOARDS = ("linkedin", "indeed")
 class Writer:
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = Topics(kafka.topic_prefix).postings
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
         self.next: dict[str, int] = {}
         self.written_at: dict[tuple[str, int], int] = {}
 

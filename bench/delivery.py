@@ -13,7 +13,6 @@ import uuid
 
 import aiohttp
 import httpx
-from confluent_kafka import Consumer, Producer
 
 from bench.common import local_kafka, percentiles
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
@@ -25,6 +24,7 @@ from consumers.runner import DeliveryRunner
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.model import Destination, Op, Posting, PostingUpdate
 
@@ -33,7 +33,7 @@ POSTINGS, VERSIONS = 1000, 4
 
 
 def write_updates(kafka: KafkaSettings) -> int:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for n in range(POSTINGS):
         posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
         for version in range(VERSIONS):
@@ -78,7 +78,7 @@ async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
 
 async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
     """poll one record, call the board, commit; repeat."""
-    consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
+    consumer = KafkaClients(kafka).member(f"{kafka.topic_prefix}-plain")
     consumer.subscribe([f"{kafka.topic_prefix}.postings"])
     settings = ConsumerSettings(kafka=kafka, linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"))
     async with aiohttp.ClientSession() as client:

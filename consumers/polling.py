@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
-from runtime.kafka import GATHERED_FETCH, KafkaSettings, is_record, poll_batch, record_lag
+from runtime.kafka import is_record, poll_batch, record_lag
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +57,15 @@ class Sink(Protocol):
 class KafkaPolling:
     def __init__(
         self,
-        kafka: KafkaSettings,
-        member: dict[str, Any],
-        requests_group: str,
+        member: Consumer,
+        requests: Consumer,
+        group: str,
         topics: tuple[str, str],
         producer: Producer,
         sink: Sink,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self.kafka = kafka
-        self.member_config = member
-        self.requests_group = requests_group
+        self.group = group
         self.postings_topic, self.requests_topic = topics
         self.producer = producer
         self.sink = sink
@@ -79,8 +77,8 @@ class KafkaPolling:
         self._assigned: set[int] = set()  # of those, fetched: restored, and assigned to the client
         self._held = False  # too much is buffered: every partition paused
         self._thread = threading.Thread(target=self._run, name="kafka-polling", daemon=True)
-        self.consumer: Consumer | None = None
-        self.requests: Consumer | None = None
+        self.consumer = member
+        self.requests = requests
 
     def start(self) -> None:
         self._thread.start()
@@ -113,8 +111,6 @@ class KafkaPolling:
 
     def _run(self) -> None:
         try:
-            self.consumer = Consumer(self.member_config)
-            self.requests = Consumer(self.kafka.consumer_config(self.requests_group, **GATHERED_FETCH))
             self.consumer.subscribe(
                 [self.postings_topic],
                 on_assign=self._on_assign,
@@ -138,12 +134,10 @@ class KafkaPolling:
     def _close(self) -> None:
         self._serve_commands()
         try:
-            if self.consumer is not None:
-                self.consumer.close()  # leaves the group: the revocation commits what is finished
+            self.consumer.close()  # leaves the group: the revocation commits what is finished
         except (KafkaException, RuntimeError) as exc:
             log.warning("closing the consumer: %s", exc)
-        if self.requests is not None:
-            self.requests.close()
+        self.requests.close()
 
     def _serve_commands(self) -> None:
         while True:
@@ -180,11 +174,11 @@ class KafkaPolling:
         self._assigned -= set(numbers)
         self._owned -= set(numbers)
         consumer.incremental_unassign([TopicPartition(self.postings_topic, p) for p in fetched])
-        if self.requests is not None and fetched:
+        if fetched:
             self.requests.incremental_unassign([TopicPartition(self.requests_topic, p) for p in fetched])
 
     def _start(self, partition: int) -> None:
-        if self.consumer is None or self.requests is None or partition in self._assigned:
+        if partition in self._assigned:
             return
         if partition not in self._owned:
             return  # revoked while it was being restored
@@ -201,7 +195,7 @@ class KafkaPolling:
 
     def _commit(self, postings: list[TopicPartition], requests: list[TopicPartition]) -> None:
         for consumer, offsets in ((self.consumer, postings), (self.requests, requests)):
-            if consumer is None or not offsets:
+            if not offsets:
                 continue
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
@@ -209,10 +203,10 @@ class KafkaPolling:
                 log.warning("commit failed (will retry): %s", exc)
                 continue
             if consumer is self.consumer:  # jobpost_consumer_lag of the postings' group
-                record_lag(consumer, self.member_config["group.id"], offsets)
+                record_lag(consumer, self.group, offsets)
 
     def _hold(self, full: bool) -> None:
-        if full == self._held or self.consumer is None or self.requests is None:
+        if full == self._held:
             return
         self._held = full
         for consumer, topic in ((self.consumer, self.postings_topic), (self.requests, self.requests_topic)):

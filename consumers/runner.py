@@ -40,7 +40,8 @@ from consumers.redrive import request_item
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from runtime import records
-from runtime.kafka import GATHERED_FETCH, coordinates
+from runtime.kafka import coordinates
+from runtime.kafka_clients import KafkaClients
 from runtime.stores import Stores
 from schemas.topics import Topics
 
@@ -70,7 +71,8 @@ class DeliveryRunner:
         self.destination = destination
         self.name = settings.destination
         self.topics = Topics(settings.kafka.topic_prefix)
-        self.producer = Producer(settings.kafka.producer_config())
+        self.clients = KafkaClients(settings.kafka)
+        self.producer = self.clients.producer()
         self.states = StoredStates(
             Stores(settings.state, settings.kafka, self.name.value, self.topics.deliveries),
             self.name,
@@ -96,13 +98,13 @@ class DeliveryRunner:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        member = {
-            **self.settings.kafka.member_config(self.settings.group, self.settings.session_timeout_ms),
-            **GATHERED_FETCH,
-        }
+        member = self.clients.member(
+            self.settings.group, session_timeout_ms=self.settings.session_timeout_ms, gathered=True
+        )
+        follower = self.clients.reader(f"{self.settings.group}-redrive", gathered=True)
         requests = (self.topics.postings, self.topics.redrive(self.name))
         self.polling = KafkaPolling(
-            self.settings.kafka, member, f"{self.settings.group}-redrive", requests, self.producer, self, loop
+            member, follower, self.settings.group, requests, self.producer, self, loop
         )
         reports = _ProducerPolling(self.producer)
         reports.start()

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Message, Producer, TopicPartition
 from elasticsearch import ApiError
 from elasticsearch import ConnectionError as EsConnectionError
 from prometheus_client import Counter, Histogram
@@ -27,7 +27,8 @@ from runtime import records
 from runtime.dead_letters import dead_letter
 from runtime.deliveries import event_record, publish, state_record
 from runtime.http import retryable_status
-from runtime.kafka import GATHERED_FETCH, coordinates, is_record, poll_batch, record_lag
+from runtime.kafka import coordinates, is_record, poll_batch, record_lag
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import Outgoing, deliver_all
 from schemas.deliveries import delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome
@@ -65,15 +66,12 @@ class SearchIndexer:
         self._retrying(lambda: index.ensure_index(
             self.es, self.settings.alias, self.settings.index_description, self.settings.replicas
         ))  # fmt: skip
-        kafka = self.settings.kafka
-        consumer = Consumer(
-            kafka.consumer_config(
-                self.settings.group,
-                # An outage of the search server holds a batch while it is retried.
-                **{"max.poll.interval.ms": 900_000, **GATHERED_FETCH},
-            )
+        clients = KafkaClients(self.settings.kafka)
+        # An outage of the search server holds a batch while it is retried.
+        consumer = clients.member(
+            self.settings.group, eager=True, gathered=True, max_poll_interval_ms=900_000
         )
-        producer = self._producer = Producer(kafka.producer_config())
+        producer = self._producer = clients.producer()
         consumer.subscribe([self.topics.postings])
         try:
             while not self._stop.is_set():

@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 from elasticsearch import Elasticsearch
 
 from runtime import records
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas.model import PostingUpdate
 from schemas.topics import Topics
@@ -107,7 +108,7 @@ def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: 
 def _records_in(kafka: KafkaSettings, topic: str, partitions: range) -> int:
     """How many records the partitions hold now (end minus start offsets; compaction and
     transaction markers make it an upper bound)."""
-    consumer = Consumer(kafka.consumer_config(f"reindex-size-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"reindex-size-{uuid.uuid4().hex}")
     try:
         bounds = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions]
     finally:

@@ -24,6 +24,7 @@ from prometheus_client import Counter, Histogram
 from runtime import records, write_stages
 from runtime.dead_letters import dead_letter
 from runtime.kafka import coordinates, end_offset, is_record, poll_batch, produce_waiting, record_lag
+from runtime.kafka_clients import KafkaClients, Statistics
 from schemas import codec
 from schemas.topics import Component, Topics
 from sequencer.clock import BrokerClock
@@ -56,6 +57,26 @@ class ClockUnknown(RuntimeError):
     """Kafka did not tell the time: jobpost.replies does not stamp LogAppendTime."""
 
 
+def member_clients(
+    settings: SequencerSettings, on_statistics: Statistics | None = None
+) -> tuple[Consumer, Producer]:
+    """A member's consumer of jobpost.commands (eager for a static member: see
+    `SequencerSettings.assigned_eagerly`) and its transactional producer, both on the write
+    path: they give up on a silent broker within seconds."""
+    clients = KafkaClients(settings.kafka)
+    consumer = clients.member(
+        settings.group,
+        session_timeout_ms=settings.session_timeout_ms,
+        instance_id=settings.instance_id,
+        eager=settings.assigned_eagerly,
+        write_path=True,
+    )
+    producer = clients.transactional(
+        settings.transactional_id, timeout_ms=settings.transaction_timeout_ms, on_statistics=on_statistics
+    )
+    return consumer, producer
+
+
 class Session:
     def __init__(
         self, settings: SequencerSettings, stopping: threading.Event, report: Report, clock: BrokerClock
@@ -73,8 +94,7 @@ class Session:
         self.came_up = False
         self.abandoned = False  # set by the member's thread: end as soon as Kafka lets us
         self.transaction = TransactionTimer()  # what the member's watch reads
-        self.consumer = Consumer(self.settings.member_config())
-        self.producer = Producer(self.settings.producer_config())
+        self.consumer, self.producer = member_clients(settings)
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
 

@@ -3,9 +3,9 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from confluent_kafka import Producer
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
@@ -109,7 +109,7 @@ class Versions:
 
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = Topics(kafka.topic_prefix).postings
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
         self.written: dict[str, int] = {}  # posting -> its newest version
 
     def write(self, posting_ids: list[str], op: Op | None = None) -> None:

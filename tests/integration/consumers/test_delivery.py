@@ -8,6 +8,7 @@ import time
 
 import httpx
 
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.topics import Component
@@ -322,7 +323,7 @@ def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sand
 def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     api, sandbox, start_consumer, kafka, topics
 ):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
     from runtime.topics import ensure_topics
@@ -342,7 +343,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
         if m.key() == posting_id.encode() and m.value() is not None
         and codec.posting_updates().decode(m.value()).version == 1
     )  # fmt: skip
-    group = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-linkedin"))
+    group = KafkaClients(kafka).probe(f"{kafka.topic_prefix}-linkedin")
 
     def committed() -> int:
         (position,) = group.committed([TopicPartition(topics.postings, partition)], timeout=10)

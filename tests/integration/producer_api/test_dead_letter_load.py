@@ -8,8 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from confluent_kafka import Producer
-
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.dead_letters import DeadLetterHeaders
 from schemas.model import Op, Posting, PostingUpdate
@@ -28,7 +27,7 @@ def rss_mib(pid: int) -> float:
 
 
 def write_letters(kafka, topics, count: int, base_ms: int) -> None:
-    producer = Producer(kafka.producer_config(**{"linger.ms": 50}))
+    producer = KafkaClients(kafka).producer(linger_ms=50)
     for n in range(count):
         update = PostingUpdate(f"p{n}", 0, Op.CREATED, f"p{n}:0", "r", Posting(f"Title {n}", "x" * 200), 1, 1)
         headers = DeadLetterHeaders("HTTP 400: rejected", topics.postings, 0, n, 1, base_ms, base_ms + n)

@@ -24,10 +24,11 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
@@ -266,7 +267,7 @@ def test_a_credential_over_its_rate_is_answered_429_with_retry_after(system):
 def dead_letter(kafka: KafkaSettings, update: PostingUpdate) -> None:
     """A LinkedIn dead letter for `update`, as the consumer writes one."""
     headers = DeadLetterHeaders("HTTP 400: rejected", Topics(kafka.topic_prefix).postings, 0, 0, 1, 1, 1)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(Topics(kafka.topic_prefix).dlq("linkedin"), codec.posting_updates().encode(update),
                      update.posting_id.encode(), headers=headers.to_headers())  # fmt: skip
     assert producer.flush(10) == 0

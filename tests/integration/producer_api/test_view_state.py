@@ -10,13 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 
 from producer_api.config import ApiSettings
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import PostingsView, PostingView
 from producer_api.readiness import Readiness
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from runtime.stores import PartitionStore, Put, StateSettings
 from schemas import codec
@@ -40,7 +41,7 @@ def write(
 ) -> int:
     """Write PostingUpdates (a version) and tombstones (None) on the posting's partition,
     and note what a reader should then see."""
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for posting_id, version, op in changes:
         if version is None:
             value = None
@@ -109,7 +110,7 @@ def assert_answers(view: PostingsView, written: Written) -> None:
 def test_a_restart_reads_only_what_was_written_since(kafka, topics, state, views):
     written: Written = {}
     first_count = write(kafka, topics.postings, written, history(3000))
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topics.postings, key=b"p00001", value=b"not avro", partition=partition_for("p00001", 3))
     producer.flush(10)  # a poison record is skipped, and still counts as read
 

@@ -13,6 +13,7 @@ import httpx
 from confluent_kafka import Producer
 from rocksdict import Options, Rdict
 
+from runtime.kafka_clients import KafkaClients
 from runtime.stores import PartitionStore
 from schemas import codec
 from schemas.model import Op, Posting, PostingUpdate
@@ -87,7 +88,7 @@ def test_an_empty_state_folder_restores_versions_deletes_and_idempotency_keys(
 
 def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topics, elasticsearch_url):
     """Postings written by a release without the changelog (or straight to the log)."""
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     posting_id = str(uuid.uuid4())
     for version, op in enumerate((Op.CREATED, Op.UPDATED)):
         update = PostingUpdate(
