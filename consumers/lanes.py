@@ -10,9 +10,10 @@ next attempt holds nothing and a hundred failing postings never starve the healt
 The scheduler is given a destination (`delivery.Board`), a clock, an `Outcomes` sink
 (where delivery states and dead letters go; each call returns once Kafka acknowledged the
 write) and `DeliveryStates` to read each posting's progress from (a dict in tests, the
-per-partition stores in the runner), so it is unit-tested with fakes in milliseconds. The
-Kafka shell (`consumers.runner`) feeds it records and commits an offset only once every
-record at or below it is finished. What one version goes through is `consumers.delivery`.
+per-partition stores in the runner), so it is unit-tested with fakes in milliseconds.
+`add` answers with a future that is done once the record is finished (delivered, skipped
+or dead-lettered), which is when the consume loop (`runtime.consume_loop`) may commit its
+offset. What one version goes through is `consumers.delivery`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from consumers.clock import Clock, SystemClock
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 class _Lane:
     clock: Clock
     records: deque[Item] = field(default_factory=deque)
+    finished: deque[asyncio.Future[None]] = field(default_factory=deque)  # one per record
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # a record arrived that may supersede
     task: asyncio.Task[None] | None = None
     ticket: Ticket | None = None  # the version with the destination now
@@ -58,7 +59,6 @@ class LaneScheduler:
         board: Board,
         outcomes: Outcomes,
         states: DeliveryStates,
-        on_finished: Callable[[Item], None],
         *,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
@@ -66,7 +66,6 @@ class LaneScheduler:
     ) -> None:
         self.clock = clock or SystemClock()
         self.conflate = conflate
-        self.on_finished = on_finished
         self.delivery = VersionDelivery(
             destination, board, outcomes, states, policy or RetryPolicy(), self.clock, conflate
         )
@@ -87,31 +86,33 @@ class LaneScheduler:
     def buffered(self) -> int:
         return sum(len(lane.records) for lane in self.lanes.values())
 
-    def add(self, item: Item) -> None:
+    def add(self, item: Item) -> asyncio.Future[None]:
+        """Queue the record in its posting's lane; the future is done once it is finished."""
+        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         lane = self.lanes.get(item.posting_id)
         if lane is None:
             lane = self.lanes[item.posting_id] = _Lane(self.clock)
         lane.records.append(item)
+        lane.finished.append(finished)
         if item.request is None and (item.deletes or self.conflate):
             lane.changed.set()  # a waiting version may be superseded now
             if lane.ticket is not None:
                 lane.ticket.notice.set()
         if lane.task is None:
             lane.task = asyncio.create_task(self._work(item.posting_id, lane))
+        return finished
 
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget unfinished work of partitions this consumer no longer owns (their new
         owner starts from the committed offset)."""
         for posting_id, lane in list(self.lanes.items()):
             if lane.records and lane.records[0].partition in partitions:
-                if lane.task:
-                    lane.task.cancel()
+                _stop(lane)
                 del self.lanes[posting_id]
 
     def close(self) -> None:
         for lane in self.lanes.values():
-            if lane.task:
-                lane.task.cancel()
+            _stop(lane)
         self.lanes.clear()
 
     async def _work(self, posting_id: str, lane: _Lane) -> None:
@@ -127,8 +128,16 @@ class LaneScheduler:
                     await self.clock.sleep(1.0, asyncio.Event())
                     continue
                 lane.records.popleft()
-                self.on_finished(item)
+                lane.finished.popleft().set_result(None)
         finally:
             lane.task = None
             if not lane.records and self.lanes.get(posting_id) is lane:
                 del self.lanes[posting_id]
+
+
+def _stop(lane: _Lane) -> None:
+    """Cancel a lane's work: none of its records is finished."""
+    if lane.task:
+        lane.task.cancel()
+    for finished in lane.finished:
+        finished.cancel()

@@ -33,22 +33,18 @@ class KafkaOutcomes:
         publish(self.producer, event_record(self.topics.delivery_events, item.partition, event))
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
-        letter = None if item.request is None else item.request.update
+        """The version's record as it was read (a redrive request's: the dead-lettered version it
+        carries), for the board's dead-letter topic."""
         assert isinstance(item.source, Message)
-        await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version, letter)
-
-    async def dead_letter_message(
-        self,
-        message: Message,
-        error: str,
-        attempts: int = 1,
-        first_ms: int | None = None,
-        version: int | None = None,
-        value: bytes | None = None,
-    ) -> None:
-        posting_id = (message.key() or b"").decode(errors="replace")
         letter = dead_letter(
-            self.topics, self.group, message, error, attempts=attempts, first_attempt_ms=first_ms,
-            version=version, posting_id=posting_id, value=value,
-        )  # fmt: skip
+            self.topics,
+            self.group,
+            item.source,
+            error,
+            attempts=attempts,
+            first_attempt_ms=first_attempt_ms,
+            version=item.version,
+            posting_id=item.posting_id,
+            value=None if item.request is None else item.request.update,
+        )
         await deliver(self.producer, letter)

@@ -1,6 +1,15 @@
 """One session of a sequencer member: its consumer, transactional producer and state, from
 the group's committed offsets and the changelog until the first failure (see
-`sequencer.member`). Each poll becomes one Kafka transaction."""
+`sequencer.member`). Each poll becomes one Kafka transaction.
+
+Its consume loop is its own, not the board consumers' and the indexer's
+(`runtime.consume_loop`), because its work is a transaction: a command's offset is committed
+by the producer inside the transaction that writes its versions and its reply
+(`send_offsets_to_transaction` with the group's metadata, so a zombie member is fenced), never
+by the consumer after the work; a batch is finished as a whole, so there is no finished
+prefix to track; and it decides on the polling thread itself, with each partition's state
+restored inside the rebalance callback once the previous owner's transactions have settled,
+so there is no event loop to hand records to."""
 
 from __future__ import annotations
 

@@ -251,14 +251,16 @@ class Harness:
             task_timeout_s=task_timeout_s, clock=self.clock,
         )  # fmt: skip
         self.scheduler = LaneScheduler(
-            Destination.LINKEDIN, self.destination, self.outcomes, self.outcomes.latest, self.finished.append,
+            Destination.LINKEDIN, self.destination, self.outcomes, self.outcomes.latest,
             policy=RetryPolicy(retry or RetrySettings(first_wait_s=1, max_wait_s=10)), clock=self.clock,
             conflate=conflate,
         )  # fmt: skip
 
     def add(self, *items: Item) -> None:
         for one in items:
-            self.scheduler.add(one)
+            self.scheduler.add(one).add_done_callback(
+                lambda done, one=one: None if done.cancelled() else self.finished.append(one)
+            )
 
     async def settle(self, finished: int, limit_ms: int = 3_600_000) -> None:
         await self.clock.run(lambda: len(self.finished) >= finished and not self.scheduler.lanes, limit_ms)
