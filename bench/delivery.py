@@ -18,8 +18,8 @@ from bench.common import local_kafka, percentiles
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
 from consumers.boards.tokens import token_source
 from consumers.config import ConsumerSettings
-from consumers.delivery import DELIVERIES
 from consumers.main import client_session, destination_for
+from consumers.outcomes import DELIVERIES
 from consumers.runner import DeliveryRunner
 from jobpost import stack
 from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until

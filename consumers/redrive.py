@@ -1,7 +1,7 @@
 """A redrive request as its posting's lane sees it: a record of `jobpost.<board>.redrive`
 (`schemas.redrive.RedriveRequest`) made into an `Item` carrying the dead-lettered version.
 What the lane then does with it is `consumers.rules.redrive_skipped` and
-`consumers.delivery`; whoever asks only writes the request (`runtime.redrive`)."""
+`consumers.lanes`; whoever asks only writes the request (`runtime.redrive`)."""
 
 from __future__ import annotations
 

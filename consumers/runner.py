@@ -1,7 +1,8 @@
 """The board consumer, put together: records from Kafka (`runtime.consume_loop`) go through
 the intake (`consumers.intake`) to their postings' lanes (`consumers.lanes`), each version to
 the board through the destination every lane shares (`consumers.destination`), what it came
-to to Kafka (`consumers.outcomes`); the loop commits each partition's finished prefix.
+to written down (`consumers.outcomes`) in Kafka (`consumers.delivery_log`); the loop commits
+each partition's finished prefix.
 
 The runner starts and stops those parts, and every commit interval publishes how old the
 oldest unfinished record and the oldest unresolved dead letter are, and the watchdog.
@@ -17,13 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client import Gauge
 
-from consumers.clock import Clock
+from consumers.attempts import Attempts
+from consumers.clock import Clock, SystemClock
 from consumers.config import ConsumerSettings
+from consumers.delivery_log import KafkaDeliveryLog
 from consumers.destination.metrics import STRANDED
 from consumers.destination.shared import SharedDestination
 from consumers.intake import BoardIntake
 from consumers.lanes import LaneScheduler
-from consumers.outcomes import KafkaOutcomes
+from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from runtime.consume_loop import ConsumeLoop, Source
@@ -64,12 +67,17 @@ class DeliveryRunner:
             self.name,
             settings.kafka.partitions,
         )
+        clock = clock or SystemClock()
         self.lanes = LaneScheduler(
             self.name,
-            destination,
-            KafkaOutcomes(self.producer, self.topics, settings.component, self.states),
+            Outcomes(
+                self.name,
+                KafkaDeliveryLog(self.producer, self.topics, settings.component, self.states),
+                clock,
+            ),
+            Attempts(self.name, destination, clock),
             self.states,
-            policy=policy or RetryPolicy(settings.retry),
+            policy or RetryPolicy(settings.retry),
             clock=clock,
             conflate=settings.conflate,
         )
