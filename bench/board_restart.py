@@ -28,8 +28,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from pydantic import SecretStr
 
+from consumers.board_tokens import StaticToken
 from consumers.boards.base import Delivered, ElementOutcome, TaskOutcome
-from consumers.boards.tokens import StaticToken
 from consumers.config import ConsumerSettings
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
@@ -153,10 +153,18 @@ def restart(bootstrap: str, prefix: str, state_dir: str, new_posting: str) -> No
     elapsed = asyncio.run(main())
     read = sum(s.value for m in RESTORED.collect() for s in m.samples if s.name.endswith("_total"))
     rebuilt = sum(s.value for m in REBUILDS.collect() for s in m.samples if s.name.endswith("_total"))
-    print(json.dumps({
-        "first_delivery_s": round(elapsed, 2), "restored_records": read, "rebuilt_stores": rebuilt,
-        "board_calls": board.calls, "rss_before_mib": round(before), "rss_peak_mib": round(rss_mib("VmHWM")),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "first_delivery_s": round(elapsed, 2),
+                "restored_records": read,
+                "rebuilt_stores": rebuilt,
+                "board_calls": board.calls,
+                "rss_before_mib": round(before),
+                "rss_peak_mib": round(rss_mib("VmHWM")),
+            }
+        )
+    )
 
 
 def run_restart(kafka: KafkaSettings, state_dir: Path) -> dict[str, float]:

@@ -15,8 +15,8 @@ import aiohttp
 import httpx
 
 from bench.common import local_kafka, percentiles
+from consumers.board_tokens import token_source
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import token_source
 from consumers.config import ConsumerSettings
 from consumers.main import client_session, destination_for
 from consumers.outcomes import DELIVERIES
@@ -38,10 +38,15 @@ def write_updates(kafka: KafkaSettings) -> int:
         posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
         for version in range(VERSIONS):
             update = PostingUpdate(
-                posting_id=posting_id, version=version, op=Op.CREATED if version == 0 else Op.UPDATED,
-                idempotency_key=f"{posting_id}:{version}", request_id=uuid.uuid4().hex,
-                posting=Posting("Bench", "x" * 200), last_update_time_millis=0, accepted_at=0,
-            )  # fmt: skip
+                posting_id=posting_id,
+                version=version,
+                op=Op.CREATED if version == 0 else Op.UPDATED,
+                idempotency_key=f"{posting_id}:{version}",
+                request_id=uuid.uuid4().hex,
+                posting=Posting("Bench", "x" * 200),
+                last_update_time_millis=0,
+                accepted_at=0,
+            )
             producer.produce(
                 f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
             )

@@ -21,12 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from confluent_kafka import Message
 
 from consumers.destination.shared import SharedDestination
-from consumers.items import Item
+from consumers.items import posting_item, request_item
 from consumers.lanes import LaneScheduler
-from consumers.redrive import request_item
 from consumers.states import StoredStates
-from runtime import records
-from runtime.kafka import coordinates
 from schemas.model import Destination
 
 log = logging.getLogger(__name__)
@@ -62,12 +59,7 @@ class BoardIntake:
         log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition, elapsed)
 
     def take(self, message: Message) -> Awaitable[None]:
-        if message.topic() == self.postings_topic:
-            posting_id, update = records.posting_update(message)
-            _, partition, offset = coordinates(message)
-            item = Item(posting_id, update, partition, offset, message, timestamp_ms=message.timestamp()[1])
-        else:
-            item = request_item(message)
+        item = posting_item(message) if message.topic() == self.postings_topic else request_item(message)
         return self.lanes.add(item)
 
     def close(self, partitions: set[int]) -> None:

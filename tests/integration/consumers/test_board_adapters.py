@@ -15,6 +15,7 @@ import aiohttp
 import httpx
 import pytest
 
+from consumers.board_tokens import ClientCredentials, token_source
 from consumers.boards.base import (
     BoardAdapter,
     BoardDown,
@@ -35,7 +36,6 @@ from consumers.boards.employers import (
 )
 from consumers.boards.indeed import IndeedAdapter, IndeedSettings
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import ClientCredentials, token_source
 from jobpost.processes import wait_until
 from schemas.model import Op, PostingUpdate
 from tests.unit.consumers.board_server import update as an_update

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from consumers.board_tokens import ClientCredentials, StaticToken, refresh_after, token_source
 from consumers.boards import settings as board_settings
 from consumers.boards.base import BoardDown, Rejected, Submitted, TokenRefused
 from consumers.boards.employers import EmployerRegistry
@@ -19,7 +20,6 @@ from consumers.boards.indeed import IndeedSettings
 from consumers.boards.legacy import OneAtATime
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.boards.settings import UnsafeBoardSettings
-from consumers.boards.tokens import ClientCredentials, StaticToken, refresh_after, token_source
 from consumers.errors import RejectedError, RetryableError
 from jobpost.sandbox import tokens as sandbox_tokens
 from tests.unit.consumers.board_server import answering, board, run, update
