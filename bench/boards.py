@@ -47,9 +47,15 @@ class Writer:
             self.next[posting_id] = version + 1
             now = time.time_ns() // 1_000_000
             update = PostingUpdate(
-                posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-                uuid.uuid4().hex, Posting(f"Bench {posting_id}", "x" * 200), now, now,
-            )  # fmt: skip
+                posting_id,
+                version,
+                Op.CREATED if version == 0 else Op.UPDATED,
+                f"{posting_id}:{version}",
+                uuid.uuid4().hex,
+                Posting(f"Bench {posting_id}", "x" * 200),
+                now,
+                now,
+            )
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.written_at[(posting_id, version)] = now
             self.producer.poll(0)

@@ -162,8 +162,11 @@ def main(rate: float = RATE, seconds: float = SECONDS) -> None:
         answered, committed = len(floor.latencies), max(len(floor.transactions), 1)
         cpu_ms = 1000 * floor.broker_cpu_s / max(answered, 1)
         requests = ", ".join(f"{api} {n / committed:.2f}" for api, n in sorted(floor.requests.items()))
-        print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
-              f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
-              f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
-              f"(begin to committed, {len(floor.transactions)}): {percentiles(floor.transactions)}; "
-              f"requests per transaction: {requests}", flush=True)  # fmt: skip
+        print(
+            f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
+            f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
+            f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
+            f"(begin to committed, {len(floor.transactions)}): {percentiles(floor.transactions)}; "
+            f"requests per transaction: {requests}",
+            flush=True,
+        )

@@ -58,10 +58,15 @@ def requests_for(letters: Iterable[DeadLetter], requested_by: str, partitions: i
         if update is None or value is None:
             continue
         request = RedriveRequest(
-            request_id=uuid.uuid4().hex, posting_id=update.posting_id, version=update.version, update=value,
-            letter_partition=letter.partition, letter_offset=letter.offset, requested_by=requested_by,
+            request_id=uuid.uuid4().hex,
+            posting_id=update.posting_id,
+            version=update.version,
+            update=value,
+            letter_partition=letter.partition,
+            letter_offset=letter.offset,
+            requested_by=requested_by,
             requested_at=now,
-        )  # fmt: skip
+        )
         made.append(Requested(request, partition_for(update.posting_id, partitions)))
     return made
 

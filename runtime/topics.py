@@ -113,8 +113,10 @@ def topic_problems(
         floor, value = int(spec.config[key]), _number(config.get(key))
         forever = key == "retention.ms" and value == -1
         if not forever and (value is None or value < floor):
-            problems.append(f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
-                            f"{_as_days(floor)}")  # fmt: skip
+            problems.append(
+                f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
+                f"{_as_days(floor)}"
+            )
     return problems
 
 

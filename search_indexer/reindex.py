@@ -100,8 +100,13 @@ def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: 
     replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600, start=ends)
     loader.flush()
     es.indices.refresh(index=target)
-    log.info("alias %s now points to %s (%d documents); previous: %s", settings.alias, target,
-             loader.documents, previous)  # fmt: skip
+    log.info(
+        "alias %s now points to %s (%d documents); previous: %s",
+        settings.alias,
+        target,
+        loader.documents,
+        previous,
+    )
     return ReindexReport(target, previous, loader.documents)
 
 

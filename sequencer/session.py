@@ -259,8 +259,10 @@ class Session:
         return changes
 
     def _commit_corrections(self, corrected: dict[int, ChangelogRecords]) -> None:
-        log.warning("correcting %d changelog records whose offsets were mispredicted",
-                    sum(len(puts) for puts in corrected.values()))  # fmt: skip
+        log.warning(
+            "correcting %d changelog records whose offsets were mispredicted",
+            sum(len(puts) for puts in corrected.values()),
+        )
         self.producer.begin_transaction()
         for number, puts in corrected.items():
             for key, value in puts:

@@ -120,9 +120,15 @@ class Versions:
             self.written[posting_id] = version
             kind = op or (Op.CREATED if version == 0 else Op.UPDATED)
             update = PostingUpdate(
-                posting_id, version, kind, f"{posting_id}:{version}", f"r-{posting_id}-{version}",
-                Posting(f"Role {posting_id} v{version}", "Work", ""), now, now,
-            )  # fmt: skip
+                posting_id,
+                version,
+                kind,
+                f"{posting_id}:{version}",
+                f"r-{posting_id}-{version}",
+                Posting(f"Role {posting_id} v{version}", "Work", ""),
+                now,
+                now,
+            )
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.producer.poll(0)
         assert self.producer.flush(30) == 0
@@ -175,6 +181,10 @@ def delivery_events(kafka: KafkaSettings) -> list:
     from runtime import records
 
     found: list = []
-    replay(kafka, Topics(kafka.topic_prefix).delivery_events, range(kafka.partitions),
-           lambda m: found.append(records.delivery_event(m)))  # fmt: skip
+    replay(
+        kafka,
+        Topics(kafka.topic_prefix).delivery_events,
+        range(kafka.partitions),
+        lambda m: found.append(records.delivery_event(m)),
+    )
     return found

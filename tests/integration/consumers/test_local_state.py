@@ -31,9 +31,15 @@ def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) 
     producer = KafkaClients(kafka).producer()
     for posting_id in posting_ids:
         update = PostingUpdate(
-            posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-            uuid.uuid4().hex, Posting(f"Role {posting_id}", "d", ""), 0, 0,
-        )  # fmt: skip
+            posting_id,
+            version,
+            Op.CREATED if version == 0 else Op.UPDATED,
+            f"{posting_id}:{version}",
+            uuid.uuid4().hex,
+            Posting(f"Role {posting_id}", "d", ""),
+            0,
+            0,
+        )
         producer.produce(topic, key=posting_id, value=codec.posting_updates().encode(update))
     assert producer.flush(10) == 0
 

@@ -31,8 +31,12 @@ def write_letters(kafka, topics, count: int, base_ms: int) -> None:
     for n in range(count):
         update = PostingUpdate(f"p{n}", 0, Op.CREATED, f"p{n}:0", "r", Posting(f"Title {n}", "x" * 200), 1, 1)
         headers = DeadLetterHeaders("HTTP 400: rejected", topics.postings, 0, n, 1, base_ms, base_ms + n)
-        producer.produce(topics.dlq("linkedin"), codec.posting_updates().encode(update), f"p{n}".encode(),
-                         headers=headers.to_headers())  # fmt: skip
+        producer.produce(
+            topics.dlq("linkedin"),
+            codec.posting_updates().encode(update),
+            f"p{n}".encode(),
+            headers=headers.to_headers(),
+        )
         if n % 5000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0

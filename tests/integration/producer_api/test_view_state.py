@@ -31,9 +31,15 @@ Written = dict[str, PostingView]  # what a reader should see, by posting id
 def posting_update(posting_id: str, version: int, op: Op = Op.UPDATED) -> PostingUpdate:
     text = f"{posting_id} v{version} " + "d" * 1500
     return PostingUpdate(
-        posting_id, version, op, f"{posting_id}-{version}", f"r-{posting_id}-{version}",
-        Posting(f"Title {posting_id} v{version}", text), 1_000_000 + version, 2_000_000 + version,
-    )  # fmt: skip
+        posting_id,
+        version,
+        op,
+        f"{posting_id}-{version}",
+        f"r-{posting_id}-{version}",
+        Posting(f"Title {posting_id} v{version}", text),
+        1_000_000 + version,
+        2_000_000 + version,
+    )
 
 
 def write(
@@ -47,10 +53,13 @@ def write(
             value = None
             before = written.get(posting_id)
             written[posting_id] = PostingView(
-                posting_id, before.version if before else -1, True, None,
+                posting_id,
+                before.version if before else -1,
+                True,
+                None,
                 before.last_update_time_millis if before else None,
                 before.employer if before else None,  # a deleted posting's owner is kept
-            )  # fmt: skip
+            )
         else:
             update = posting_update(posting_id, version, op)
             value = codec.posting_updates().encode(update)

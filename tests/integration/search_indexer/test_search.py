@@ -110,8 +110,13 @@ def test_best_first_and_paged_with_a_cursor(api, indexer):
 
 
 def test_bad_search_parameters_are_422(api):
-    for q, limit, cursor in (("", None, None), ("x", 0, None), ("x", 101, None), ("x", None, "garbage"),
-                             (None, None, None)):  # fmt: skip
+    for q, limit, cursor in (
+        ("", None, None),
+        ("x", 0, None),
+        ("x", 101, None),
+        ("x", None, "garbage"),
+        (None, None, None),
+    ):
         api.client.search(q, limit=limit, cursor=cursor, expect=422)
 
 

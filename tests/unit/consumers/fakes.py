@@ -248,10 +248,16 @@ class Harness:
         self.outcomes = FakeOutcomes()
         self.finished: list[Item] = []
         self.destination = SharedDestination(
-            self.board, self.tokens, RateBudget(records_per_minute, requests_per_minute), Circuit(circuit),
-            max_in_flight=max_in_flight, batch_wait_ms=batch_wait_ms, task_poll_interval_s=1,
-            task_timeout_s=task_timeout_s, clock=self.clock,
-        )  # fmt: skip
+            self.board,
+            self.tokens,
+            RateBudget(records_per_minute, requests_per_minute),
+            Circuit(circuit),
+            max_in_flight=max_in_flight,
+            batch_wait_ms=batch_wait_ms,
+            task_poll_interval_s=1,
+            task_timeout_s=task_timeout_s,
+            clock=self.clock,
+        )
         self.scheduler = LaneScheduler(
             Destination.LINKEDIN,
             Outcomes(Destination.LINKEDIN, self.outcomes, self.clock),
