@@ -115,8 +115,9 @@ class SearchIndexer:
             await self._consume.run()
         finally:
             writer.cancel()
-        if not writer.cancelled() and writer.exception() is not None and not self._stopping.is_set():
-            raise RuntimeError("the indexer's writes failed") from writer.exception()
+            (ended,) = await asyncio.gather(writer, return_exceptions=True)
+        if isinstance(ended, Exception) and not self._stopping.is_set():
+            raise RuntimeError("the indexer's writes failed") from ended
 
     # The consume loop's work.
 
