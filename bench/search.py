@@ -14,13 +14,14 @@ import time
 import uuid
 
 import httpx
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from elasticsearch import Elasticsearch, helpers
 
 from bench.common import local_kafka, percentiles
 from jobpost_dev import stack
 from jobpost_dev.processes import ApiProcess, Process, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec
 from schemas.model import Op, PostingUpdate
@@ -51,7 +52,7 @@ def updates() -> list[PostingUpdate]:
 
 
 def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]) -> float:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for update in records:
         value = codec.posting_updates().encode(update)
         producer.produce(f"{kafka.topic_prefix}.postings", key=update.posting_id, value=value)
@@ -66,7 +67,7 @@ def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]
     # Timed from the first indexed document (group join and index creation excluded).
     wait_until(lambda: indexed() > 0, 120, "the first document", interval=0.001)
     started = time.perf_counter()
-    probe = Consumer(kafka.consumer_config(settings.group))
+    probe = KafkaClients(kafka).probe(settings.group)
     wait_until(lambda: caught_up(probe, kafka), 600, "the indexer to commit every record", interval=0.1)
     elapsed = time.perf_counter() - started
     probe.close()

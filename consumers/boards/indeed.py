@@ -146,14 +146,17 @@ class IndeedAdapter:
         self, query: str, given: dict[str, Any], updates: Sequence[PostingUpdate], token: str
     ) -> Answer:
         return await call(
-            self.client, self.destination, "POST", f"{self.settings.base_url}/graphql",
+            self.client,
+            self.destination,
+            "POST",
+            f"{self.settings.base_url}/graphql",
             headers={
                 "Authorization": f"Bearer {token}",
                 "Idempotency-Key": idempotency_keys(updates),
             },
             timeout_s=self.settings.timeout_s,
             json_body={"query": query, "variables": {"input": given}},
-        )  # fmt: skip
+        )
 
     def _job(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)

@@ -89,7 +89,10 @@ class LinkedInAdapter:
         outcomes, sent = prepare(updates, self._element)
         if sent:
             answer = await call(
-                self.client, self.destination, "POST", f"{self.settings.base_url}/rest/simpleJobPostings",
+                self.client,
+                self.destination,
+                "POST",
+                f"{self.settings.base_url}/rest/simpleJobPostings",
                 headers={
                     **self._headers(token),
                     "X-Restli-Protocol-Version": "2.0.0",
@@ -98,7 +101,7 @@ class LinkedInAdapter:
                 },
                 timeout_s=self.settings.timeout_s,
                 json_body={"elements": [element for _, element in sent]},
-            )  # fmt: skip
+            )
             answered = _element_outcomes(answer, [updates[i] for i, _ in sent])
             for (index, _), outcome in zip(sent, answered, strict=True):
                 outcomes[index] = outcome
@@ -109,10 +112,14 @@ class LinkedInAdapter:
         for start in range(0, len(task_ids), TASK_IDS_PER_CALL):
             chunk = task_ids[start : start + TASK_IDS_PER_CALL]
             answer = await call(
-                self.client, self.destination, "GET", f"{self.settings.base_url}/rest/simpleJobPostingTasks",
-                headers=self._headers(token), timeout_s=self.settings.timeout_s,
+                self.client,
+                self.destination,
+                "GET",
+                f"{self.settings.base_url}/rest/simpleJobPostingTasks",
+                headers=self._headers(token),
+                timeout_s=self.settings.timeout_s,
                 params=[("ids", task_id) for task_id in chunk],
-            )  # fmt: skip
+            )
             found.update(_task_outcomes(answer, chunk))
         return found
 

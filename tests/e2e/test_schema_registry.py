@@ -6,11 +6,12 @@ import json
 import time
 
 import httpx
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.subjects import subject, value_codecs
@@ -60,7 +61,7 @@ def a_posting_written_by_avro_serializer(registry_url: str, kafka: KafkaSettings
         "last_update_time_millis": now,
         "accepted_at": now,
     }
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topic, serialize(fields, SerializationContext(topic, MessageField.VALUE)), posting_id)
     assert producer.flush(10) == 0
     return posting_id

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from jobpost_dev import stack
 from jobpost_dev.processes import component_pids, wait_until
+from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import BOARDS
 
 
@@ -29,8 +30,12 @@ class Target:
     outage_s: float = 20.0
 
 
+def _admin(target: Target):  # type: ignore[no-untyped-def]
+    return KafkaClients(KafkaSettings(bootstrap_servers=target.bootstrap)).admin()
+
+
 def _node_leading_most(target: Target) -> stack.KafkaServer:
-    metadata = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(
+    metadata = _admin(target).list_topics(
         target.postings_topic, timeout=10
     )
     leaders = Counter(p.leader for p in metadata.topics[target.postings_topic].partitions.values())
@@ -42,7 +47,7 @@ def _under_replicated(target: Target) -> int:
     """Partitions of the cluster (internal topics too) whose in-sync replicas are not all
     their replicas; -1 while the cluster does not answer."""
     try:
-        metadata = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=10)
+        metadata = _admin(target).list_topics(timeout=10)
     except KafkaException:
         return -1
     return sum(

@@ -15,6 +15,7 @@ import aiohttp
 import httpx
 import pytest
 
+from consumers.board_tokens import ClientCredentials, token_source
 from consumers.boards.base import (
     BoardAdapter,
     BoardDown,
@@ -28,7 +29,6 @@ from consumers.boards.base import (
 )
 from consumers.boards.indeed import IndeedAdapter, IndeedSettings
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import ClientCredentials, token_source
 from jobpost_dev.processes import wait_until
 from listing.employers import (
     SANDBOX_REGISTRY,

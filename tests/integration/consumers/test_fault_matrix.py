@@ -128,9 +128,11 @@ def test_after_the_fault_clears_every_posting_resumes(
     except AssertionError as exc:
         seen = watch.sample(list(expected))
         behind = {
-            (p, b): (sandbox.applied(b, p), seen[p][b]) for p, v in expected.items() for b in BOARDS
+            (p, b): (sandbox.applied(b, p), seen[p][b])
+            for p, v in expected.items()
+            for b in BOARDS
             if sandbox.applied(b, p) != v or seen[p][b]["delivered_version"] != v[-1]
-        }  # fmt: skip
+        }
         raise AssertionError(f"{exc}; behind (applied at the board, our deliveries): {behind}") from None
     took = time.monotonic() - cleared
     unclocked = watch.without_clock

@@ -4,8 +4,8 @@ dead-letters them (a consumer group) or counts and skips them (a view), and goes
 import re
 
 import httpx
-from confluent_kafka import Producer
 
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Component
 from tests import postings
 from tests.integration.consumers.test_delivery import applied, create, replace
@@ -19,7 +19,7 @@ GARBAGE = [
 
 
 def write_garbage(kafka, topic: str, null_value_too: bool) -> int:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     written = 0
     for partition in range(kafka.partitions):
         for key, value in [*GARBAGE, *([(b"key-3", None)] if null_value_too else [])]:

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import httpx
-from confluent_kafka import Producer
 
 from runtime.dead_letters import read_dead_letters
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
@@ -99,7 +99,7 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
         # made certain by writing one as such a view would.
         stale = requests_for(read_dead_letters(kafka, topics.dlq(Component("linkedin"))), "a stale view", 3)
         records = [r.record(topics, Destination.LINKEDIN) for r in stale]
-        assert deliver_all(Producer(kafka.producer_config()), records, lambda: False)
+        assert deliver_all(KafkaClients(kafka).producer(), records, lambda: False)
         requested |= {r.request.request_id for r in stale}
 
         def answered() -> set[str]:

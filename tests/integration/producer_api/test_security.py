@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from jobpost_dev.stack.tls import CertificateAuthority
@@ -34,6 +34,7 @@ from producer_api.config import ApiSettings
 from producer_api.http.app import create_app
 from producer_api.http.gate import every_route
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
@@ -425,7 +426,7 @@ def test_an_oidc_subject_named_like_a_file_credential_has_its_own_rate_and_actor
 def dead_letter(kafka: KafkaSettings, update: PostingUpdate) -> None:
     """A LinkedIn dead letter for `update`, as the consumer writes one."""
     headers = DeadLetterHeaders("HTTP 400: rejected", Topics(kafka.topic_prefix).postings, 0, 0, 1, 1, 1)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(Topics(kafka.topic_prefix).dlq("linkedin"), codec.posting_updates().encode(update),
                      update.posting_id.encode(), headers=headers.to_headers())  # fmt: skip
     assert producer.flush(10) == 0

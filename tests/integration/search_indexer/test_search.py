@@ -5,9 +5,9 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
 from elasticsearch import Elasticsearch
 
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec
 from search_indexer.config import IndexerSettings
@@ -114,8 +114,13 @@ def test_best_first_and_paged_with_a_cursor(api, indexer):
 
 
 def test_bad_search_parameters_are_422(api):
-    for q, limit, cursor in (("", None, None), ("x", 0, None), ("x", 101, None), ("x", None, "garbage"),
-                             (None, None, None)):  # fmt: skip
+    for q, limit, cursor in (
+        ("", None, None),
+        ("x", 0, None),
+        ("x", 101, None),
+        ("x", None, "garbage"),
+        (None, None, None),
+    ):
         api.client.search(q, limit=limit, cursor=cursor, expect=422)
 
 
@@ -127,7 +132,7 @@ def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, el
 
     # Replay version 3 of the posting, as a consumer restarted from an old offset would.
     key, partition, v3 = next(r for r in read_postings(kafka, topics.postings) if r[2] and r[2].version == 3)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topics.postings, key=key, value=codec.posting_updates().encode(v3), partition=partition)
     producer.flush(10)
     marker = api.client.create(title="Otter Marker")

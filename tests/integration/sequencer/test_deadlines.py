@@ -12,10 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from runtime.kafka import KafkaSettings, end_offset
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.model import Outcome
@@ -44,7 +45,7 @@ class BrokerTime:
         new = NewTopic(self.topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
         admin = AdminClient(kafka.client_config())
         admin.create_topics([new])[self.topic].result(30)
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
 
     def now_millis(self) -> int:
         told: list[int] = []
@@ -57,7 +58,7 @@ def appended_at(kafka: KafkaSettings, posting_id: str, after: int) -> int | None
     """The append time of the posting's first command written at or after offset `after`."""
     topic = f"{kafka.topic_prefix}.commands"
     partition = partition_for(posting_id, kafka.partitions)
-    consumer = Consumer(kafka.consumer_config(f"probe-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"probe-{uuid.uuid4().hex}")
     try:
         if end_offset(consumer, topic, partition) <= after:
             return None
@@ -172,7 +173,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
 
 
 def end_offset_of(kafka: KafkaSettings, posting_id: str) -> int:
-    consumer = Consumer(kafka.consumer_config(f"probe-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"probe-{uuid.uuid4().hex}")
     try:
         return end_offset(
             consumer, f"{kafka.topic_prefix}.commands", partition_for(posting_id, kafka.partitions)

@@ -11,16 +11,14 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from consumers.board_tokens import ClientCredentials, StaticToken, refresh_after, token_source, with_token
 from consumers.boards import settings as board_settings
-from consumers.boards.base import BoardDown, Rejected, Submitted, TokenRefused
+from consumers.boards.base import BoardDown, TokenRefused
 from consumers.boards.indeed import IndeedSettings
-from consumers.boards.legacy import OneAtATime
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.boards.settings import UnsafeBoardSettings
-from consumers.boards.tokens import ClientCredentials, StaticToken, refresh_after, token_source
-from consumers.errors import RejectedError, RetryableError
 from jobpost_dev.sandbox import tokens as sandbox_tokens
-from tests.unit.consumers.board_server import answering, board, run, update
+from tests.unit.consumers.board_server import answering, board, run
 
 
 class Clock:
@@ -215,23 +213,6 @@ def test_a_real_board_with_its_own_credentials_starts(tmp_path):
     ).check_credentials()
 
 
-class Adapter:
-    """A board adapter whose outcomes the test sets, for the shim the current runner calls."""
-
-    destination = "linkedin"
-
-    def __init__(self, *results) -> None:
-        self.results = list(results)
-        self.tokens: list[str] = []
-
-    async def send(self, updates, token):
-        self.tokens.append(token)
-        result = self.results.pop(0)
-        if isinstance(result, Exception):
-            raise result
-        return [result]
-
-
 class Tokens:
     def __init__(self) -> None:
         self.current, self.expired = 1, []
@@ -244,14 +225,20 @@ class Tokens:
         self.current += 1
 
 
-def test_the_shim_for_the_current_runner_retries_a_refused_token_once_and_maps_outcomes():
-    tokens = Tokens()
-    adapter = Adapter(TokenRefused("401"), Submitted("task"))
-    run(OneAtATime(adapter, tokens).upsert(update()))  # type: ignore[arg-type]
-    assert adapter.tokens == ["t1", "t2"] and tokens.expired == ["t1"]
-    with pytest.raises(RejectedError, match="bad title"):
-        run(OneAtATime(Adapter(Rejected("bad title")), Tokens()).close(update()))  # type: ignore[arg-type]
-    with pytest.raises(RetryableError, match="fresh token"):
-        run(OneAtATime(Adapter(TokenRefused("401"), TokenRefused("401")), Tokens()).upsert(update()))  # type: ignore[arg-type]
-    with pytest.raises(RetryableError):
-        run(OneAtATime(Adapter(BoardDown("refused")), Tokens()).upsert(update()))  # type: ignore[arg-type]
+def test_a_call_whose_token_is_refused_goes_once_more_with_a_fresh_one_and_a_second_refusal_is_the_board():
+    tokens, seen = Tokens(), []
+
+    async def refused_once(token: str) -> str:
+        seen.append(token)
+        if len(seen) == 1:
+            raise TokenRefused("401")
+        return "answered"
+
+    assert run(with_token(tokens, "linkedin", refused_once)) == "answered"
+    assert (seen, tokens.expired) == (["t1", "t2"], ["t1"])
+
+    async def always_refused(token: str) -> str:
+        raise TokenRefused(f"401 for {token}")
+
+    with pytest.raises(BoardDown, match="linkedin refused a fresh access token: 401 for t3"):
+        run(with_token(tokens, "linkedin", always_refused))
