@@ -35,9 +35,7 @@ def _admin(target: Target):  # type: ignore[no-untyped-def]
 
 
 def _node_leading_most(target: Target) -> stack.KafkaServer:
-    metadata = _admin(target).list_topics(
-        target.postings_topic, timeout=10
-    )
+    metadata = _admin(target).list_topics(target.postings_topic, timeout=10)
     leaders = Counter(p.leader for p in metadata.topics[target.postings_topic].partitions.values())
     node_id = leaders.most_common(1)[0][0]
     return next(n for n in stack.kafka_nodes(target.stack_settings) if n.node_id == node_id)
