@@ -142,6 +142,38 @@ def test_a_token_endpoint_that_fails_is_the_board_down_for_every_waiting_caller(
     assert all(isinstance(f, BoardDown) for f in failures) and fetched == 1
 
 
+SECRET_LOOKING = "eyJhbGciOiJSUzI1NiJ9.secret-part"
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (answering({"error": "invalid_client", "error_description": SECRET_LOOKING}, status=401), "401"),
+        (answering({"accessToken": SECRET_LOOKING, "expires_in": 60}), "has no access_token"),
+        (answering({"access_token": SECRET_LOOKING, "token_type": "mac"}), "not a bearer token"),
+        (answering(f"<html>{SECRET_LOOKING}</html>".encode()), "not UTF-8 JSON"),
+        (answering({"access_token": SECRET_LOOKING, "expires_in": f"{SECRET_LOOKING}"}), "not a number"),
+    ],
+)
+def test_a_token_endpoint_s_answer_is_described_never_quoted(answer, said):
+    async def scenario():
+        async with board(answer) as b:
+            await source(b, Clock()).token()
+
+    with pytest.raises(BoardDown) as refused:
+        run(scenario())
+    assert said in str(refused.value) and "secret-part" not in str(refused.value)
+
+
+def test_oauth_s_error_code_is_named():
+    async def scenario():
+        async with board(answering({"error": "invalid_client"}, status=401)) as b:
+            await source(b, Clock()).token()
+
+    with pytest.raises(BoardDown, match=r"linkedin token endpoint answered 401 .* invalid_client"):
+        run(scenario())
+
+
 def test_a_token_endpoint_that_is_not_there_is_the_board_down():
     async def scenario():
         async with board(granting()) as b:
