@@ -40,8 +40,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def show(component: str | None, out: TextIO) -> int:
-    """The effective settings, table by table, as the file would hold them, each with its
-    origin; a table that cannot be read says why (exit 2)."""
+    """The effective settings, table by table, in the file's notation (`none`: unset), each
+    with its origin; a table that cannot be read says why (exit 2)."""
+    from jobpost.configuration.catalog import value_text
     from jobpost.configuration.effective import effective, sections_of
     from runtime.settings_file import config_file
 
@@ -60,8 +61,6 @@ def show(component: str | None, out: TextIO) -> int:
             failed = True
             print(f"# not readable: {_first_line(exc)} (jobpost config check names every problem)", file=out)
             continue
-        from jobpost.configuration.catalog import value_text
-
         lines = [(f"{'.'.join(row.setting.path)} = {value_text(row.value)}", row.origin) for row in rows]
         width = min(max(len(line) for line, _ in lines), 60)
         for line, origin in lines:

@@ -181,3 +181,19 @@ def test_a_missing_file_is_named_by_check_and_by_every_component(
     assert f"error: configuration file {tmp_path / 'absent.toml'}: No such file" in capsys.readouterr().out
     assert cli.main(["topics"]) == 2
     assert f"error: configuration file {tmp_path / 'absent.toml'}: No such file" in capsys.readouterr().err
+
+
+def test_credentials_written_in_a_url_are_shown_moved_and_masked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JOBPOST_INDEXER_ELASTICSEARCH_URL", "https://elastic:pw-in-url@search:9200")
+
+    status, lines, out = shown(capsys, "--component", "indexer")
+
+    assert status == 0
+    assert "pw-in-url" not in out
+    assert lines["indexer.elasticsearch.url"] == (
+        '"https://search:9200" # environment JOBPOST_INDEXER_ELASTICSEARCH_URL'
+    )
+    assert lines["indexer.elasticsearch.username"] == '"elastic" # derived'
+    assert lines["indexer.elasticsearch.password"] == "********** # derived"
