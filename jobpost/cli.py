@@ -1,9 +1,11 @@
 """`jobpost`: one command line for every component of a deployment.
 
 What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `topics`,
-`dlq`, `config`. Installed packages may add commands through the entry-point group `jobpost.commands`:
+`dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
 each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
 the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
+
+`config` shows and checks the settings all of them read (`jobpost.configuration`).
 """
 
 from __future__ import annotations

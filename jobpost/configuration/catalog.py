@@ -85,9 +85,13 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
 
 
 def inner_section(outer: Section, field: str) -> Section:
-    """The table a settings object inside `outer` reads: its own part (`api.oidc`) or a
-    shared one (`kafka`)."""
-    return BY_TABLE.get(f"{outer.table}.{field}") or BY_TABLE[field]
+    """The table a settings object inside `outer` reads: its own part (`api.elasticsearch`)
+    or the one table of its class (`kafka`, whatever the field is called)."""
+    cls = outer.cls.model_fields[field].annotation
+    tables = [section for section in SECTIONS if section.cls is cls]
+    own = [section for section in tables if section.table.startswith(f"{outer.table}.")]
+    (found,) = own or tables
+    return found
 
 
 @dataclass(frozen=True)
