@@ -4,6 +4,8 @@ What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `to
 `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
 each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
 the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
+
+`config` shows and checks the settings all of them read (`jobpost.configuration`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import sys
 
 from pydantic import ValidationError
 
+from jobpost.configuration.command import add_config_command
 from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
 from runtime.schema_registry import SchemaRegistryError
+from runtime.settings_file import ConfigFileError
 from runtime.topics import ensure_topics
 from schemas.topics import BOARDS, Topics
 
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=60.0, help="redrive: seconds to wait for the outcomes")
     p.set_defaults(func=_dlq)
 
+    add_config_command(commands)
     _added_commands(commands)
     return parser
 
@@ -160,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except SchemaRegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ConfigFileError as exc:  # JOBPOST_CONFIG_FILE names a file that is missing or not TOML
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     except StartRefused as exc:  # a component's start check, or `jobpost topics`
         print("\n".join(f"error: {problem}" for problem in exc.problems), file=sys.stderr, flush=True)

@@ -28,12 +28,13 @@ from pathlib import Path
 from confluent_kafka import Message, TopicCollection, TopicPartition
 from prometheus_client import Counter, Gauge
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteBufferManager
 
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
+from runtime.settings_file import Settings
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ RESTORING = Gauge(
 )
 
 
-class StateSettings(BaseSettings):
+class StateSettings(Settings):
     """Environment prefix `JOBPOST_STATE_`."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_STATE_")
