@@ -4,6 +4,8 @@ tests/e2e/test_kafka_acls.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
 
@@ -24,7 +26,8 @@ def writers(topic: str) -> set[Role]:
         role
         for role, grants in roles(TOPICS).items()
         for g in grants
-        if g.resource == Resource.TOPIC and not g.prefixed and g.name == topic and Operation.WRITE in g.operations
+        if g.resource == Resource.TOPIC and not g.prefixed and g.name == topic
+        if Operation.WRITE in g.operations
     }
 
 
@@ -130,3 +133,9 @@ def test_the_command_refuses_an_unknown_role(capsys: pytest.CaptureFixture[str])
 def test_a_grant_shows_its_pattern():
     grant = Grant(Resource.GROUP, "jobpost-replay-", (Operation.DESCRIBE,), "why", prefixed=True)
     assert grant.pattern == "jobpost-replay-*"
+
+
+def test_the_operations_page_shows_the_table_the_command_prints():
+    page = (Path(__file__).resolve().parents[3] / "docs" / "operations" / "kafka-acls.md").read_text()
+
+    assert table(principals(TOPICS)) in page
