@@ -99,14 +99,19 @@ def _upsert_users(admin: AdminClient, found: list[Principal], passwords: dict[st
     unknown = sorted(set(passwords) - {p.role.value for p in found})
     if unknown:
         raise ValueError(f"passwords for roles the table does not have: {', '.join(unknown)}")
+    by_user: dict[str, str] = {}
+    for p in found:
+        password = passwords.get(p.role.value)
+        if password is None:
+            continue
+        # Two roles may share a user (an API with its embedded sequencer): one password.
+        if by_user.setdefault(p.user, password) != password:
+            raise ValueError(f"two different passwords for the user {p.user}")
     upserts: list[UserScramCredentialAlteration] = [
         UserScramCredentialUpsertion(
-            p.user,
-            ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS),
-            passwords[p.role.value].encode(),
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS), password.encode()
         )
-        for p in found
-        if p.role.value in passwords
+        for user, password in by_user.items()
     ]
     if not upserts:
         return []
