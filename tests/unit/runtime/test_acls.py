@@ -4,6 +4,7 @@ tests/e2e/test_kafka_acls.py."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceTyp
 
 from consumers.config import ConsumerSettings
 from jobpost import cli
-from jobpost.acls import bindings
+from jobpost.acls import _upsert_users, bindings
 from runtime.acls import Grant, Operation, Resource, Role, principals, roles, table
 from schemas.enums import Destination
 from schemas.topics import BOARDS, Component, ReaderGroup, Topics
@@ -139,3 +140,30 @@ def test_the_operations_page_shows_the_table_the_command_prints():
     page = (Path(__file__).resolve().parents[3] / "docs" / "operations" / "kafka-acls.md").read_text()
 
     assert table(principals(TOPICS)) in page
+
+
+class _Admin:
+    """What `_upsert_users` asks of an admin client: each user's credential, once."""
+
+    def __init__(self) -> None:
+        self.users: list[str] = []
+
+    def alter_user_scram_credentials(self, upserts, request_timeout):  # type: ignore[no-untyped-def]
+        self.users += [u.user for u in upserts]
+        done: Future[None] = Future()
+        done.set_result(None)
+        return {u.user: done for u in upserts}
+
+
+def test_an_api_with_its_sequencer_is_one_user_with_one_password():
+    found = principals(TOPICS, {Role.API: "svc-api", Role.SEQUENCER: "svc-api"})
+    admin = _Admin()
+
+    assert _upsert_users(admin, found, {"api": "pw", "sequencer": "pw", "indexer": "pw2"}) == [  # type: ignore[arg-type]
+        "svc-api",
+        "jobpost-indexer",
+    ]
+    with pytest.raises(ValueError, match="two different passwords for the user svc-api"):
+        _upsert_users(admin, found, {"api": "pw", "sequencer": "other"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mailer"):
+        _upsert_users(admin, found, {"mailer": "pw"})  # type: ignore[arg-type]
