@@ -18,9 +18,11 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -149,6 +151,16 @@ def read_error(kafka: KafkaSettings, topic: str) -> KafkaError | None:
         reader.close()
 
 
+def refusal(futures: Mapping[Any, Future[Any]]) -> int | None:
+    """The error code an admin request's one future ends with (None: it was done)."""
+    (future,) = futures.values()
+    try:
+        future.result(30)
+    except KafkaException as exc:
+        return int(exc.args[0].code())
+    return None
+
+
 def code(error: KafkaError | None) -> int | None:
     return None if error is None else error.code()
 
@@ -243,9 +255,7 @@ def test_only_the_api_appends_to_the_audit_trail_and_it_cannot_read_or_erase_it(
     assert produced(api, audit) is None  # its producer's ACL: WRITE on the audit topic
     assert code(read_error(api, audit)) == DENIED
     admin = KafkaClients(api).admin()
-    with pytest.raises(KafkaException) as deleted:
-        next(iter(admin.delete_records([TopicPartition(audit, 0, 1)]).values())).result(30)
-    assert deleted.value.args[0].code() == DENIED
+    assert refusal(admin.delete_records([TopicPartition(audit, 0, 1)])) == DENIED
     shorter = ConfigResource(
         ConfigResource.Type.TOPIC,
         audit,
@@ -253,9 +263,7 @@ def test_only_the_api_appends_to_the_audit_trail_and_it_cannot_read_or_erase_it(
             ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)
         ],
     )
-    with pytest.raises(KafkaException) as altered:
-        next(iter(admin.incremental_alter_configs([shorter]).values())).result(30)
-    assert altered.value.args[0].code() == DENIED
+    assert refusal(admin.incremental_alter_configs([shorter])) == DENIED
     # Nor can it write the log of record around the sequencer.
     assert code(produced(api, guarded.topics.postings)) == DENIED
 
