@@ -33,7 +33,7 @@ from consumers.states import StoredStates
 from runtime.consume_loop import ConsumeLoop, Source
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import Stores
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class DeliveryRunner:
 
     async def run(self) -> None:
         settings = self.settings
-        reader = self.clients.reader(f"{settings.group}-letters")
+        reader = self.clients.reader(self.topics.reader_group(ReaderGroup.LETTERS))
         letters = LetterReader(reader, self.topics.dlq(settings.component))
         self.intake = BoardIntake(
             self.name,

@@ -1,7 +1,7 @@
 """`jobpost`: one command line for every component of a deployment.
 
 What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `topics`,
-`dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
+`acls`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
 each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
 the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
 
@@ -14,6 +14,7 @@ import argparse
 import importlib.metadata
 import logging
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -38,6 +39,38 @@ def _version() -> str:
 def _topics(args: argparse.Namespace) -> int:
     created = ensure_topics(KafkaSettings())
     print("created: " + (", ".join(created) if created else "nothing (all topics exist and match)"))
+    return 0
+
+
+def _acls(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
+    from jobpost import acls
+    from runtime.acls import RegistryStorage, Role, principals, table
+
+    kafka = KafkaSettings()
+    try:
+        users = {Role(role): user for role, _, user in (u.partition("=") for u in args.user)}
+        passwords = acls.read_passwords(args.passwords) if args.passwords else None
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    found = principals(
+        Topics(kafka.topic_prefix), users, RegistryStorage(args.registry_topic, args.registry_group)
+    )
+    print(table(found))
+    if not args.apply:
+        return 0
+    try:
+        applied = acls.apply(kafka, found, passwords)
+    except (KafkaException, ValueError) as exc:
+        print(f"error: applying the ACLs at {kafka.bootstrap_servers} failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"\nACL bindings: {applied.created} created, {applied.present} already there")
+    if applied.users:
+        print(f"SCRAM-SHA-512 users set: {', '.join(applied.users)}")
+    for binding in applied.unknown:
+        print(f"not in the table (left as it is): {binding}")
     return 0
 
 
@@ -73,6 +106,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("consumer", help="a delivery consumer for one job board")
     p.add_argument("destination", choices=[board.value for board in BOARDS])
     p.set_defaults(func=_consumer)
+
+    p = commands.add_parser(
+        "acls", help="print each component's Kafka principal and ACLs; --apply creates them on the cluster"
+    )
+    p.add_argument("--apply", action="store_true", help="create the ACL bindings missing on the cluster")
+    p.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="ROLE=NAME",
+        help="a role's SASL user name (default <topic prefix>-<role>), repeatable",
+    )
+    p.add_argument(
+        "--passwords",
+        type=Path,
+        help='with --apply: a JSON file {"<role>": "<password>"}: each user gets a SCRAM-SHA-512 credential',
+    )
+    p.add_argument("--registry-topic", default="_schemas", help="the schema registry's storage topic")
+    p.add_argument("--registry-group", default="schema-registry", help="the schema registry's group")
+    p.set_defaults(func=_acls)
 
     p = commands.add_parser(
         "dlq", help="list a board's dead letters, or ask its consumer to attempt them again (redrive)"

@@ -20,7 +20,6 @@ import json
 import logging
 import shutil
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from runtime.kafka import KafkaSettings, coordinates
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.settings_file import Settings
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +264,9 @@ class Stores:
         stable offset): read from its checkpoint, hand each record to `fold`, write what
         it returns with the record's offset as the new checkpoint, in batches."""
         store = self.get(partition)
-        probe = KafkaClients(self.kafka).probe(f"restore-probe-{uuid.uuid4().hex}")
+        probe = KafkaClients(self.kafka).probe(
+            Topics(self.kafka.topic_prefix).reader_group(ReaderGroup.RESTORE_PROBE)
+        )
         try:
             start, end = probe.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=10, cached=False
