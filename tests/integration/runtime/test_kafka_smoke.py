@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from runtime.kafka_clients import KafkaClients
 from runtime.topics import TopicMismatchError, ensure_topics
@@ -73,7 +73,7 @@ def test_ensure_topics_is_idempotent_and_reports_mismatch(kafka, topics: Topics)
 
 
 def test_topics_made_before_log_append_time_are_switched_to_it(kafka, topics: Topics):
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     resource = ConfigResource(ConfigResource.Type.TOPIC, topics.commands)
     entry = ConfigEntry("message.timestamp.type", "CreateTime", incremental_operation=AlterConfigOpType.SET)
     change = ConfigResource(ConfigResource.Type.TOPIC, topics.commands, incremental_configs=[entry])

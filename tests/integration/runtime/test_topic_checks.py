@@ -9,10 +9,11 @@ import sys
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from jobpost_dev.processes import free_port
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.topics import TopicMismatchError, ensure_topics
 from schemas.topics import DAY_MS, Component, Topics
 
@@ -37,7 +38,7 @@ def errors(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def alter(kafka: KafkaSettings, topic: str, **values: str) -> None:
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     entries = [
         ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
         for k, v in values.items()
@@ -92,7 +93,7 @@ def test_every_component_refuses_to_start_on_topics_with_too_few_replicas(kafka:
 
 
 def test_a_component_refuses_to_start_without_its_topics(kafka: KafkaSettings, topics: Topics):
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     admin.delete_topics([topics.commands])[topics.commands].result(30)
 
     result = jobpost(kafka, "sequencer")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from runtime.kafka import KafkaSettings, end_offset
 from runtime.kafka_clients import KafkaClients
@@ -43,7 +43,7 @@ class BrokerTime:
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = f"{kafka.topic_prefix}.test-clock"
         new = NewTopic(self.topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
-        admin = AdminClient(kafka.client_config())
+        admin = KafkaClients(kafka).admin()
         admin.create_topics([new])[self.topic].result(30)
         self.producer = KafkaClients(kafka).producer()
 
