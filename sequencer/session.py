@@ -72,6 +72,8 @@ class Session:
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
         self.abandoned = False  # set by the member's thread: end as soon as Kafka lets us
+        self._closing = threading.Lock()  # the consumer is closed once, by run() or release()
+        self._consumer_closed = False
         self.transaction = TransactionTimer()  # what the member's watch reads
         self.consumer = Consumer(self.settings.member_config())
         self.producer = Producer(self.settings.producer_config())
@@ -97,7 +99,7 @@ class Session:
                 if messages:
                     self._process(messages)
         finally:
-            self.consumer.close()
+            self._close_consumer()
             self._abort_open_transaction()
             self.restorer.close()
 
@@ -108,6 +110,23 @@ class Session:
         next session's producer has fenced this one's)."""
         self.abandoned = True
         self.stores.close()
+
+    def release(self) -> None:
+        """Close an abandoned session's consumer now, on a thread of its own (the call may
+        wait for a coordinator that is gone), so it leaves the group: no successor under
+        the same static name takes its place at once. Its stuck thread never polls again,
+        so without this the group would wait for it to give its partitions up."""
+        threading.Thread(target=self._close_consumer, name="sequencer-release", daemon=True).start()
+
+    def _close_consumer(self) -> None:
+        with self._closing:
+            if self._consumer_closed:
+                return
+            self._consumer_closed = True
+        try:
+            self.consumer.close()
+        except Exception as exc:  # noqa: BLE001 - a consumer fenced or already gone: nothing left to close
+            log.debug("closing the session's consumer: %r", exc)
 
     def _probe_clock(self) -> None:
         """Ask Kafka the time before the first decision (a member that starts behind a
