@@ -9,6 +9,7 @@ the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib.metadata
 import logging
 import sys
@@ -155,6 +156,9 @@ def _component(name: str):  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A crash in native code (librdkafka, RocksDB) prints every thread's Python stack to
+    # stderr, the component's log, instead of leaving only an exit signal behind.
+    faulthandler.enable()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -12,6 +12,11 @@ contract's retry rules have two:
   503 promises "not applied, ever": the client sends the write again as a new attempt. A
   504, a timeout or a connection lost mid-request leave the outcome unknown, and a retry
   without a key could apply it twice, so the client notes it and moves on.
+
+Beside them, one reader per API replica reads postings the load was acknowledged, at a
+steady pace, and notes each answer: served (200, 410, or 404 from a view not there yet),
+refused (no connection), or failed (5xx, a timeout, a broken answer). Reads come from each
+replica's local views, so no fault of Kafka's should stop them.
 """
 
 from __future__ import annotations
@@ -40,6 +45,14 @@ class Sample:
     posting_id: str = ""  # of an acknowledged write
 
 
+@dataclass(frozen=True)
+class Read:
+    at: float  # monotonic, when it was answered or failed
+    api: str  # the replica's URL
+    outcome: str  # "served", "refused" (no connection) or "failed" (5xx, timeout, broken answer)
+    detail: str = ""  # the status, or the client's error
+
+
 @dataclass
 class Ledger:
     attempted: int = 0
@@ -51,6 +64,8 @@ class Ledger:
     unknown: list[str] = field(default_factory=list)  # markers of unkeyed writes left unknown (504, lost)
     answered_504: int = 0  # every 504 answer, keyed or not
     samples: list[Sample] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)  # posting ids acknowledged, for the readers
 
     @property
     def settled(self) -> int:
@@ -78,6 +93,7 @@ class Load:
         clients: int = 10,
         unkeyed_clients: int = 4,
         seed: int = 7,
+        reads_per_s: float = 5.0,
     ) -> None:
         self.api_urls = api_urls
         self.headers = {"Authorization": f"Bearer {token}"}
@@ -89,6 +105,7 @@ class Load:
         self.random = random.Random(seed)
         self._stop = asyncio.Event()
         self._keys = 0
+        self.reads_per_s = reads_per_s  # per replica
 
     def stop(self) -> None:
         self._stop.set()
@@ -96,8 +113,34 @@ class Load:
     async def run(self) -> None:
         limits = httpx.Limits(max_connections=4 * self.clients)
         # Longer than the API's write timeout (10 s): the API's own answer, 503 or 504, comes first.
-        async with httpx.AsyncClient(headers=self.headers, timeout=15, limits=limits) as http:
-            await asyncio.gather(*(self._client(http, n) for n in range(self.clients)))
+        async with (
+            httpx.AsyncClient(headers=self.headers, timeout=15, limits=limits) as http,
+            httpx.AsyncClient(headers=self.headers, timeout=5) as reading,
+        ):
+            await asyncio.gather(
+                *(self._client(http, n) for n in range(self.clients)),
+                *(self._reader(reading, api) for api in self.api_urls),
+            )
+
+    async def _reader(self, http: httpx.AsyncClient, api: str) -> None:
+        interval = 1 / self.reads_per_s
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            next_at += interval
+            if not self.ledger.known:
+                continue
+            posting_id = self.random.choice(self.ledger.known)
+            try:
+                response = await http.get(f"{api}/postings/{posting_id}")
+            except httpx.ConnectError as exc:
+                self.ledger.reads.append(Read(time.monotonic(), api, "refused", type(exc).__name__))
+                continue
+            except httpx.TransportError as exc:  # a timeout, a connection lost mid-answer
+                self.ledger.reads.append(Read(time.monotonic(), api, "failed", type(exc).__name__))
+                continue
+            outcome = "failed" if response.status_code >= 500 else "served"
+            self.ledger.reads.append(Read(time.monotonic(), api, outcome, str(response.status_code)))
 
     async def _client(self, http: httpx.AsyncClient, number: int) -> None:
         live: list[str] = []
@@ -152,6 +195,7 @@ class Load:
                 self.ledger.refused += 1
                 return None
             self.ledger.acked[key] = ack
+            self.ledger.known.append(ack.posting_id)
             return ack
         self.ledger.gave_up.append(key)
         self.ledger.samples.append(Sample(started, time.monotonic() - started, False))
@@ -191,6 +235,7 @@ class Load:
                 self.ledger.refused += 1
                 return None
             self.ledger.acked_unkeyed[marker] = ack
+            self.ledger.known.append(ack.posting_id)
             return ack
         self.ledger.gave_up.append(marker)
         self.ledger.samples.append(Sample(started, time.monotonic() - started, False))
