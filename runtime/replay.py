@@ -33,9 +33,11 @@ def replay(
         return {}
     # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for
     # records before the end is reported: every restore of a sequencer partition paid it.
+    # librdkafka prefetches up to 64 MiB by default, held besides what the restore writes.
     consumer = Consumer(
         kafka.consumer_config(
-            f"replay-{uuid.uuid4().hex}", **{"enable.partition.eof": True, "fetch.wait.max.ms": 20}
+            f"replay-{uuid.uuid4().hex}",
+            **{"enable.partition.eof": True, "fetch.wait.max.ms": 20, "queued.max.messages.kbytes": 16384},
         )
     )
     ends: dict[int, int] = {}
