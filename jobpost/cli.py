@@ -105,7 +105,10 @@ def _dlq(args: argparse.Namespace) -> int:
 
 
 def _logging(component: str) -> None:
-    """Services log JSON lines; the commands a person runs log plain text."""
+    """Services log JSON lines; the commands a person runs log plain text. A crash of a
+    service in native code (librdkafka, RocksDB) prints every thread's Python stack to
+    stderr, its log, instead of leaving only an exit signal behind."""
+    faulthandler.enable()
     if component == "reindex":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     else:
@@ -156,9 +159,6 @@ def _component(name: str):  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str] | None = None) -> int:
-    # A crash in native code (librdkafka, RocksDB) prints every thread's Python stack to
-    # stderr, the component's log, instead of leaving only an exit signal behind.
-    faulthandler.enable()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
