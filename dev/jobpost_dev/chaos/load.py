@@ -1,7 +1,9 @@
 """A steady write load that keeps what it was answered.
 
 Each client owns its postings (so it knows what each one must end as) and writes at a
-fixed pace: creates, replacements, now and then a delete. Two kinds of client, as the
+fixed pace: creates, replacements, now and then a delete. The pace holds whatever the
+answers take (up to four writes in flight per client, never two to one posting), so a
+partition without a sequencer delays only its own postings' writes. Two kinds of client, as the
 contract's retry rules have two:
 
 - keyed: every request carries an Idempotency-Key; on a 503, a 504, a timeout or a lost
@@ -24,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -94,6 +98,7 @@ class Load:
         unkeyed_clients: int = 4,
         seed: int = 7,
         reads_per_s: float = 5.0,
+        in_flight: int = 4,
     ) -> None:
         self.api_urls = api_urls
         self.headers = {"Authorization": f"Bearer {token}"}
@@ -106,6 +111,7 @@ class Load:
         self._stop = asyncio.Event()
         self._keys = 0
         self.reads_per_s = reads_per_s  # per replica
+        self.in_flight = in_flight  # writes at once per client, each to another posting
 
     def stop(self) -> None:
         self._stop.set()
@@ -143,27 +149,69 @@ class Load:
             self.ledger.reads.append(Read(time.monotonic(), api, outcome, str(response.status_code)))
 
     async def _client(self, http: httpx.AsyncClient, number: int) -> None:
+        """Writes at a fixed pace whatever the answers take (open loop), at most one at a
+        time per posting and `in_flight` at a time in all: a write waiting on a partition
+        whose sequencer is away holds up neither the client's writes to other partitions
+        nor the measure of their outage."""
         live: list[str] = []
+        busy: set[str] = set()  # postings with a write in flight
+        creating = 0
+        tasks: set[asyncio.Task[None]] = set()
         interval = self.clients / self.rate
         next_at = time.monotonic() + self.random.random() * interval
         keyed = number < self.clients - self.unkeyed_clients
         write = self._write if keyed else self._write_unkeyed
+
+        async def create() -> None:
+            nonlocal creating
+            body = {"title": f"Chaos {number}", "description": "written under faults", "notes": ""}
+            try:
+                created = await write(http, "POST", "/postings", body, number)
+            finally:
+                creating -= 1
+            if created is not None:
+                live.append(created.posting_id)
+
+        async def replace(posting_id: str) -> None:
+            body = {"title": f"Chaos {number} {self._keys}", "description": "under faults", "notes": ""}
+            try:
+                await write(http, "PUT", f"/postings/{posting_id}", body, number)
+            finally:
+                busy.discard(posting_id)
+
+        async def delete(posting_id: str) -> None:
+            try:
+                await self._write(http, "DELETE", f"/postings/{posting_id}", None, number)
+            finally:
+                busy.discard(posting_id)
+
+        def start(work: Coroutine[Any, Any, None]) -> None:
+            task = asyncio.create_task(work)
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
         while not self._stop.is_set():
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
             next_at += interval
+            if len(tasks) >= self.in_flight:
+                continue  # this tick's write is not made: the client is at its bound
             roll = self.random.random()
-            if len(live) < self.postings_per_client and (roll < 0.3 or not live):
-                body = {"title": f"Chaos {number}", "description": "written under faults", "notes": ""}
-                created = await write(http, "POST", "/postings", body, number)
-                if created is not None:
-                    live.append(created.posting_id)
+            idle = [posting_id for posting_id in live if posting_id not in busy]
+            if len(live) + creating < self.postings_per_client and (roll < 0.3 or not idle):
+                creating += 1
+                start(create())
+            elif not idle:
+                continue
             elif roll < 0.05:
-                posting_id = live.pop(self.random.randrange(len(live)))
-                await self._write(http, "DELETE", f"/postings/{posting_id}", None, number)
+                posting_id = self.random.choice(idle)
+                live.remove(posting_id)
+                busy.add(posting_id)
+                start(delete(posting_id))
             else:
-                posting_id = self.random.choice(live)
-                body = {"title": f"Chaos {number} {self._keys}", "description": "under faults", "notes": ""}
-                await write(http, "PUT", f"/postings/{posting_id}", body, number)
+                posting_id = self.random.choice(idle)
+                busy.add(posting_id)
+                start(replace(posting_id))
+        await asyncio.gather(*tasks)
 
     def _token(self, number: int) -> str:
         self._keys += 1
