@@ -165,6 +165,8 @@ class Sequencer:
             finally:
                 if session is not None and session.came_up:
                     last_up = time.monotonic()
+                self._stuck = [t for t in self._stuck if t.is_alive()]  # those whose call returned end
+                BLOCKED.set(len(self._stuck))
                 self._report_from(
                     self._current, session_up=False, assigned=frozenset(), restoring=frozenset()
                 )
@@ -203,7 +205,6 @@ class Sequencer:
         session.abandon()
         ABANDONED.inc()
         self._stuck = [t for t in self._stuck if t.is_alive()] + [thread]
-        BLOCKED.set(len(self._stuck))
         too_many = len(self._stuck) > _MAX_STUCK
         if too_many or self.settings.instance_id is None:
             # No successor under the same name takes its place in the group at once (a
