@@ -82,7 +82,9 @@ class Session:
 
     def run(self) -> None:
         try:
-            self.producer.init_transactions(30)
+            started = time.monotonic()
+            self.producer.init_transactions(30)  # fences a predecessor, waits for its abort
+            log.info("sequencer session: transactions initialised in %.1f s", time.monotonic() - started)
             if not self.clock.known:
                 self._probe_clock()
             self.consumer.subscribe(
@@ -164,7 +166,12 @@ class Session:
         numbers = [tp.partition for tp in partitions]
         self.restoring |= set(numbers)
         self._publish()
+        started = time.monotonic()
         self.restorer.await_settled(numbers)
+        waited = time.monotonic() - started
+        log.info(
+            "sequencer assigned partitions %s: no transaction open on them after %.1f s", numbers, waited
+        )
         consumer.committed(partitions, timeout=60)
         for number in numbers:
             started = time.monotonic()
