@@ -11,6 +11,7 @@ COPY pyproject.toml README.md ./
 COPY jobpost jobpost
 COPY schemas schemas
 COPY runtime runtime
+COPY listing listing
 COPY sequencer sequencer
 COPY producer_api producer_api
 COPY consumers consumers

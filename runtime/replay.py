@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from runtime.kafka import KafkaSettings, coordinates, poll_batch
+from runtime.kafka_clients import KafkaClients
 
 
 def replay(
@@ -31,14 +32,9 @@ def replay(
     wanted = set(partitions)
     if not wanted:
         return {}
-    # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for
-    # records before the end is reported: every restore of a sequencer partition paid it.
-    # librdkafka prefetches up to 64 MiB by default, held besides what the restore writes.
-    consumer = Consumer(
-        kafka.consumer_config(
-            f"replay-{uuid.uuid4().hex}",
-            **{"enable.partition.eof": True, "fetch.wait.max.ms": 20, "queued.max.messages.kbytes": 16384},
-        )
+    # Small prefetch: librdkafka's default holds up to 64 MiB ahead, besides what the restore writes.
+    consumer = KafkaClients(kafka).reader(
+        f"replay-{uuid.uuid4().hex}", ends=True, prompt_end=True, small_prefetch=True
     )
     ends: dict[int, int] = {}
     try:

@@ -64,6 +64,12 @@ def component_env(
     boards = {"LINKEDIN": ("linkedin", "/oauth/v2/accessToken"), "INDEED": ("indeed", "/oauth/v2/tokens")}
     if not any(f"JOBPOST_CONSUMER_{board}__BASE_URL" in env for board in boards):
         env.setdefault("JOBPOST_API_SANDBOX_URL", sandbox)
+    # One employer registry for the API (which refuses what a board would) and both consumers
+    # (which send it): the one the caller names for any of them.
+    registries = ["JOBPOST_API_EMPLOYERS_FILE", *(f"JOBPOST_CONSUMER_{b}__EMPLOYERS_FILE" for b in boards)]
+    named = next((env[name] for name in registries if env.get(name)), "")
+    for name in registries if named else ():
+        env.setdefault(name, named)
     for board, (path, token_path) in boards.items():
         prefix = f"JOBPOST_CONSUMER_{board}__"
         if f"{prefix}BASE_URL" in env:

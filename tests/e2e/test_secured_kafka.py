@@ -93,8 +93,8 @@ def test_create_reaches_both_boards_and_search_over_sasl_ssl(secured: SecuredKaf
 
     with started_system(secured.kafka, elasticsearch_url, secured.kafka.topic_prefix) as system:
         api = system.client
-        posting_id = api.create(title="Security Engineer", description="TLS")["id"]
-        api.replace(posting_id, title="Staff Security Engineer", description="mTLS")
+        posting_id = api.create(title="Security Engineer")["id"]
+        api.replace(posting_id, title="Staff Security Engineer")
 
         for board in ("linkedin", "indeed"):
             wait_until(

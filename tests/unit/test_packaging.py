@@ -13,7 +13,16 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("jobpost", "schemas", "runtime", "sequencer", "producer_api", "consumers", "search_indexer")
+PRODUCT = (
+    "jobpost",
+    "schemas",
+    "runtime",
+    "listing",
+    "sequencer",
+    "producer_api",
+    "consumers",
+    "search_indexer",
+)
 HARNESS = re.compile(
     r"(^|/)(sandbox|stack|chaos|poms)/|(^|/)(supervisor|doctor|processes|prometheus|run_env)\.py$|jobpost_dev"
 )

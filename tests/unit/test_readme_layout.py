@@ -11,6 +11,7 @@ LAYOUT = ROOT / "docs" / "architecture" / "layout.md"
 CODE = (
     "schemas",
     "runtime",
+    "listing",
     "sequencer",
     "producer_api",
     "consumers",

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from jobpost_dev import stack
 from jobpost_dev.chaos.coordinators import Roles, group_coordinator, transaction_coordinator
 from jobpost_dev.processes import component_pids, wait_until
+from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import BOARDS
 
 
@@ -49,9 +50,13 @@ class Target:
     victims: list[Victim] = field(default_factory=list)
 
 
+def _admin(target: Target):  # type: ignore[no-untyped-def]
+    return KafkaClients(KafkaSettings(bootstrap_servers=target.bootstrap)).admin()
+
+
 def roles(target: Target) -> dict[int, Roles]:
     """What each broker does for the sequencer right now."""
-    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin = _admin(target)
     metadata = admin.list_topics(target.postings_topic, timeout=10)
     led = Counter(p.leader for p in metadata.topics[target.postings_topic].partitions.values())
     coordinating = {name: transaction_coordinator(admin, tid) for name, tid in target.members.items()}
@@ -90,7 +95,7 @@ def _under_replicated(target: Target) -> int:
     """Partitions of the cluster (internal topics too) whose in-sync replicas are not all
     their replicas; -1 while the cluster does not answer."""
     try:
-        metadata = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=10)
+        metadata = _admin(target).list_topics(timeout=10)
     except KafkaException:
         return -1
     return sum(

@@ -164,7 +164,7 @@ class Load:
 
         async def create() -> None:
             nonlocal creating
-            body = {"title": f"Chaos {number}", "description": "written under faults", "notes": ""}
+            body = listable(f"Chaos {number}")
             try:
                 created = await write(http, "POST", "/postings", body, number)
             finally:
@@ -173,7 +173,7 @@ class Load:
                 live.append(created.posting_id)
 
         async def replace(posting_id: str) -> None:
-            body = {"title": f"Chaos {number} {self._keys}", "description": "under faults", "notes": ""}
+            body = listable(f"Chaos {number} {self._keys}")
             try:
                 await write(http, "PUT", f"/postings/{posting_id}", body, number)
             finally:
@@ -297,3 +297,16 @@ def _sample(started: float, ack: Ack | None) -> Sample:
 def _ack(method: str, answer: dict, marker: str = "") -> Ack:
     op = {"POST": "CREATED", "PUT": "UPDATED", "DELETE": "DELETED"}[method]
     return Ack(answer["id"], answer["version"], op, marker)
+
+
+def listable(title: str) -> dict[str, Any]:
+    """A body both boards would list (the API refuses any other): the chaos run writes as the
+    sandbox's employer, a real-looking ad under a title that names the client and the write."""
+    return {
+        "title": title,
+        "description": "Join the platform team that keeps our hiring systems running through failures. "
+        "You will build streaming services in Python on Kafka and own their monitoring and on-call.",
+        "notes": "",
+        "locations": [{"city": "Berlin", "region": "Berlin", "postal_code": "10115", "country": "DE"}],
+        "apply_url": "https://careers.example.com/jobs/chaos",
+    }

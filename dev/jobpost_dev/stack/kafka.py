@@ -309,9 +309,10 @@ def kafka_nodes(settings: StackSettings) -> list[KafkaServer]:
 
 def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int] | None:
     """The node ids of the live brokers a metadata request lists; None when none answers."""
-    from confluent_kafka.admin import AdminClient
+    from runtime.kafka import KafkaSettings
+    from runtime.kafka_clients import KafkaClients
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = KafkaClients(KafkaSettings(bootstrap_servers=bootstrap, config={"log_level": "0"})).admin()
     try:
         metadata = admin.list_topics(timeout=timeout)
     except Exception:  # noqa: BLE001 - any failure means "not answering yet"

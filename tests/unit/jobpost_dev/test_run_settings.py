@@ -94,3 +94,23 @@ def test_a_real_board_set_by_the_caller_keeps_the_callers_credentials(
     assert "JOBPOST_CONSUMER_LINKEDIN__CLIENT_ID" not in env
     assert env["JOBPOST_CONSUMER_INDEED__BASE_URL"] == "http://127.0.0.1:18090/indeed"
     assert "JOBPOST_API_SANDBOX_URL" not in env
+
+
+REGISTRIES = (
+    "JOBPOST_API_EMPLOYERS_FILE",
+    "JOBPOST_CONSUMER_LINKEDIN__EMPLOYERS_FILE",
+    "JOBPOST_CONSUMER_INDEED__EMPLOYERS_FILE",
+)
+
+
+@pytest.mark.parametrize("named_by", REGISTRIES)
+def test_the_api_and_both_consumers_get_the_one_employer_registry_any_of_them_names(
+    monkeypatch: pytest.MonkeyPatch, named_by: str
+) -> None:
+    for name in REGISTRIES:
+        monkeypatch.delenv(name, raising=False)
+    assert not any(name in component_env("t", RunSettings()) for name in REGISTRIES)  # the built-in one
+
+    monkeypatch.setenv(named_by, "/etc/jobpost/employers.json")
+    env = component_env("t", RunSettings())
+    assert [env[name] for name in REGISTRIES] == ["/etc/jobpost/employers.json"] * 3

@@ -1,5 +1,8 @@
-"""Access tokens for a board: OAuth 2.0 client credentials (RFC 6749 §4.4), one token per
-process shared by every call, fetched again ahead of its expiry, one fetch at a time.
+"""A board's access token: OAuth 2.0 client credentials (RFC 6749 §4.4), one token per
+process shared by every call, fetched again ahead of its expiry, one fetch at a time; and a
+board call made with it (`with_token`): a 401 (`TokenRefused`) expires the token, fetches
+one and tries the call once more; a 401 to the fresh token is the board refusing our
+credentials, which is the board's failure (`BoardDown`), not the posting's.
 
 LinkedIn: "use same access token for all concurrent and consecutive calls. An access token
 has a lifespan of 30 mins" (learn.microsoft.com/linkedin/talent/job-postings/api/create-jobs);
@@ -16,15 +19,21 @@ failing endpoint as `BoardDown` — would be ours to write around it anyway.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import aiohttp
 from pydantic import SecretStr
 
 from consumers.boards import Answer, call, excerpt
-from consumers.boards.base import BoardDown, CallFailed, TokenSource
+from consumers.boards.base import BoardDown, CallFailed, TokenRefused, TokenSource
 from consumers.boards.settings import BoardSettings
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 UNSTATED_LIFETIME_S = 300.0  # `expires_in` is only RECOMMENDED (RFC 6749 §5.1): assume little
 
@@ -94,9 +103,14 @@ class ClientCredentials:
         asked_at = self.clock()
         try:
             answer = await call(
-                self.client, where, "POST", self.url,
-                headers={"Accept": "application/json"}, timeout_s=self.timeout_s, form=form,
-            )  # fmt: skip
+                self.client,
+                where,
+                "POST",
+                self.url,
+                headers={"Accept": "application/json"},
+                timeout_s=self.timeout_s,
+                form=form,
+            )
         except (BoardDown, CallFailed) as exc:
             raise BoardDown(str(exc)) from exc
         token, expires_in = _granted(answer)
@@ -150,6 +164,27 @@ def token_source(client: aiohttp.ClientSession, board: str, settings: BoardSetti
         env = settings.ENV
         raise ValueError(f"{board}: set {env}CLIENT_ID and {env}CLIENT_SECRET, or {env}ACCESS_TOKEN")
     return ClientCredentials(
-        client, board, settings.token_endpoint, settings.client_id, settings.client_secret,
-        scope=settings.scope, timeout_s=settings.timeout_s,
-    )  # fmt: skip
+        client,
+        board,
+        settings.token_endpoint,
+        settings.client_id,
+        settings.client_secret,
+        scope=settings.scope,
+        timeout_s=settings.timeout_s,
+    )
+
+
+async def with_token(tokens: TokenSource, board: str, make: Callable[[str], Awaitable[R]]) -> R:
+    """`make(token)`, the call, with the process's token; once more with a fresh one after a
+    401."""
+    token = await tokens.token()
+    try:
+        return await make(token)
+    except TokenRefused as exc:
+        log.warning("%s refused the access token; fetching a new one: %s", board, exc)
+        tokens.expire(token)
+    token = await tokens.token()
+    try:
+        return await make(token)
+    except TokenRefused as exc:
+        raise BoardDown(f"{board} refused a fresh access token: {exc}") from exc
