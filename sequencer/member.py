@@ -17,8 +17,8 @@ never holds what Kafka does not.
 Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
 from the committed offsets and the changelog, so no state outlives what Kafka committed.
-When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
-and its supervisor restarts it.
+When no session has come up for `give_up_after_s`, `run()` raises SequencerFailed (what
+happens then: the last paragraph).
 
 Each session runs on a thread of its own, which the member watches. A session whose
 transaction has been open for `stuck_after_s` is blocked in a Kafka client call that
