@@ -27,13 +27,14 @@ if __name__ == "__main__":
         "names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale, profile or boards"
     )
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
+    parser.add_argument("--first-start", action="store_true", help="scale: only a first start with no state")
     parser.add_argument("--sample-api", action="store_true", help="bulk: py-spy the API while it accepts")
     parser.add_argument("--in-flight", type=int, default=bulk.IN_FLIGHT, help="bulk: batches sent at once")
     args = parser.parse_args()
     runs = {
         **BENCHMARKS,
         "bulk": lambda: bulk.main(args.in_flight, args.sample_api),
-        "scale": lambda: scale.main(args.postings),
+        "scale": lambda: scale.main(args.postings, args.first_start),
         "profile": profile.main,
         "boards": boards.main,
     }

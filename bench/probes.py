@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -42,12 +43,14 @@ def alive(process: Process) -> None:
         raise AssertionError(f"{process.name} exited:\n{process.log_tail()}")
 
 
-async def until_ready(api: ApiProcess, clock: Stopwatch) -> float | None:
+async def until_ready(api: ApiProcess, clock: Stopwatch, capability: str | None = None) -> float | None:
+    """Seconds until /readyz answers 200 (for one capability: writes, reads or search)."""
+    params = {} if capability is None else {"for": capability}
     async with httpx.AsyncClient(timeout=5) as http:
         while clock.elapsed() < DEADLINE_S:
             alive(api)
             try:
-                if (await http.get(f"{api.url}/readyz")).status_code == 200:
+                if (await http.get(f"{api.url}/readyz", params=params)).status_code == 200:
                     return clock.elapsed()
             except httpx.HTTPError:
                 pass
@@ -80,6 +83,31 @@ async def ready_and_written(
 ) -> tuple[float | None, float | None]:
     ready, (written, _) = await asyncio.gather(until_ready(api, clock), until_written(api, posting_id, clock))
     return ready, written
+
+
+class PeakRss:
+    """The largest resident memory of a process (and its children) seen while it runs:
+    sampled every half second on a thread of its own, from start() to stop()."""
+
+    def __init__(self, process: Process, every_s: float = 0.5) -> None:
+        self.process = process
+        self.every_s = every_s
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="rss", daemon=True)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mib(self.process))
+            self._stop.wait(self.every_s)
 
 
 def rss_mib(process: Process) -> float:

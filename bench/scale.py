@@ -1,8 +1,10 @@
 """State that scales: restarts, takeovers, memory and disk with N postings in the log.
 
-`python -m bench scale [--postings N]` (default 1,000,000) seeds N postings straight to the
-log (bench/seed.py), then measures, one run each: an API replica's first start with no
-local state and its restart with its state on disk; a sequencer failover (kill -9 of the
+`python -m bench scale [--postings N] [--first-start]` (default 1,000,000) seeds N postings
+straight to the log (bench/seed.py), then measures, one run each: an API replica's first
+start with no local state and no peer (until a write is accepted, until /readyz says writes,
+reads and everything are ready, and its most memory on the way; `--first-start`: only
+that) and its restart with its state on disk; a sequencer failover (kill -9 of the
 member owning partition 0 of commands); a LinkedIn consumer's start and restart with N
 delivery states; the API's RSS and local state on disk; write throughput and latency at N
 against a system of 1,000 postings. Prints a table and writes bench/results/scale-<date>.json.
@@ -24,12 +26,14 @@ import httpx
 from bench.common import delete_prefix, local_kafka, percentiles
 from bench.probes import (
     DEADLINE_S,
+    PeakRss,
     Stopwatch,
     alive,
     disk_mib,
     ready_and_written,
     rss_mib,
     start_api,
+    until_ready,
     until_written,
 )
 from bench.seed import Seeded, seed
@@ -56,22 +60,45 @@ class Figure:
         return f"{amount} {self.unit}" + (f" ({self.note})" if self.note else "")
 
 
-def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures: list[Figure]) -> ApiProcess:
-    """First start with no local state, then a restart with it; returns the replica, running."""
-    posting_id = random.choice(seeded.posting_ids)
+def first_start(kafka: KafkaSettings, posting_id: str, state_dir: Path) -> list[Figure]:
+    """A replica with no local state and no live one to copy (a tier that lost its disks):
+    until a write is accepted, until /readyz says writes, reads and everything are ready,
+    and the most memory it held on the way."""
     clock = Stopwatch()
     api = start_api(kafka, state_dir)
     try:
-        ready, written = asyncio.run(ready_and_written(api, posting_id, clock))
-        figures.extend(
-            [
-                Figure("API first start, no local state, no live replica: write accepted", written, "s"),
-                Figure("API first start, no local state, no live replica: /readyz 200", ready, "s"),
-                Figure("API RSS after its first start (ready)", rss_mib(api), "MiB", "≤ 512 MiB"),
-            ]
-        )
+        with PeakRss(api) as rss:
+            written, writes, reads, ready = asyncio.run(_capabilities_ready(api, posting_id, clock))
+        return [
+            Figure(
+                "API first start, no local state, no live replica: write accepted", written, "s", "≤ 60 s"
+            ),
+            Figure("API first start, no local state, no live replica: /readyz?for=writes 200", writes, "s"),
+            Figure("API first start, no local state, no live replica: /readyz?for=reads 200", reads, "s"),
+            Figure("API first start, no local state, no live replica: /readyz 200", ready, "s"),
+            Figure("API RSS at most, from its first start until ready", rss.peak, "MiB", "≤ 512 MiB"),
+            Figure("API RSS after its first start (ready)", rss_mib(api), "MiB", "≤ 512 MiB"),
+        ]
     finally:
         api.stop()
+
+
+async def _capabilities_ready(
+    api: ApiProcess, posting_id: str, clock: Stopwatch
+) -> tuple[float | None, float | None, float | None, float | None]:
+    (written, _), writes, reads, ready = await asyncio.gather(
+        until_written(api, posting_id, clock),
+        until_ready(api, clock, "writes"),
+        until_ready(api, clock, "reads"),
+        until_ready(api, clock),
+    )
+    return written, writes, reads, ready
+
+
+def api_restarts(kafka: KafkaSettings, seeded: Seeded, state_dir: Path, figures: list[Figure]) -> ApiProcess:
+    """First start with no local state, then a restart with it; returns the replica, running."""
+    posting_id = random.choice(seeded.posting_ids)
+    figures.extend(first_start(kafka, posting_id, state_dir))
     clock = Stopwatch()
     api = start_api(kafka, state_dir)
     ready, written = asyncio.run(ready_and_written(api, posting_id, clock))
@@ -263,12 +290,26 @@ def report(n: int, figures: list[Figure]) -> Path:
     return path
 
 
-def main(postings: int = 1_000_000) -> None:
+def first_start_only(n: int, workdir: Path, figures: list[Figure]) -> None:
+    """Seed, then only the first start with no local state and no peer (`--first-start`)."""
+    kafka = local_kafka()
+    try:
+        seeded = seed(kafka, n)
+        figures.append(Figure(f"seed: {n:,} postings with their states", seeded.seconds, "s"))
+        figures.extend(first_start(kafka, random.choice(seeded.posting_ids), workdir / "api-1"))
+    finally:
+        delete_prefix(kafka)
+
+
+def main(postings: int = 1_000_000, only_first_start: bool = False) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="jobpost-scale-"))
     figures: list[Figure] = []
     try:
-        at_scale(postings, workdir, figures)
-        at_thousand(workdir, figures)
+        if only_first_start:
+            first_start_only(postings, workdir, figures)
+        else:
+            at_scale(postings, workdir, figures)
+            at_thousand(workdir, figures)
     finally:  # what was measured before a failure is still worth seeing
         shutil.rmtree(workdir, ignore_errors=True)
         print(f"figures written to {report(postings, figures)}")

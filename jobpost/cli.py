@@ -11,6 +11,7 @@ the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib.metadata
 import logging
 import sys
@@ -162,7 +163,10 @@ def _dlq(args: argparse.Namespace) -> int:
 
 
 def _logging(component: str) -> None:
-    """Services log JSON lines; the commands a person runs log plain text."""
+    """Services log JSON lines; the commands a person runs log plain text. A crash of a
+    service in native code (librdkafka, RocksDB) prints every thread's Python stack to
+    stderr, its log, instead of leaving only an exit signal behind."""
+    faulthandler.enable()
     if component == "reindex":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     else:

@@ -1,11 +1,16 @@
-"""What /readyz checks: that this replica can serve a write and a read right now.
+"""What /readyz checks: what this replica can serve right now, per capability.
 
-- kafka: the reply reader and the views are running, and the views have caught up (each
-  names the partitions it is still reading);
-- sequencer: every partition of `jobpost.commands` is owned by a live member of the
-  sequencer group, and this replica's own member (when it embeds one) has a session up
-  with every partition it owns restored;
-- elasticsearch: the search server answers.
+- writes: the reply reader runs, and the sequencer can take the write: every partition of
+  `jobpost.commands` is owned by a live member of the sequencer group, and this replica's
+  own member (when it embeds one) has a session up with every partition it owns restored;
+- reads: the views (postings, deliveries) have caught up (each names the partitions it is
+  still reading);
+- search: the search server answers.
+
+The checks of before stay as they were (kafka: the reply reader and the views; sequencer;
+elasticsearch), and `/readyz` without `for` still answers 200 only when all of it is ready.
+A replica whose sequencer member is being replaced, or gave up and pauses, still serves
+reads: `/readyz?for=reads` says so.
 
 Each check that fails names why, so an operator sees "partitions [0, 3] restoring" rather
 than a bare false; never with an exception's text (the answer needs no token: what a
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 from prometheus_client import Gauge
 
@@ -29,11 +35,30 @@ from schemas.topics import Topics
 from sequencer.member import Sequencer
 
 log = logging.getLogger(__name__)
-Checks = dict[str, str | None]  # check -> None when it passes, else why not
+Checks = dict[str, str | None]  # check (or capability) -> None when it passes, else why not
+CAPABILITIES = ("writes", "reads", "search")
 
 # What /readyz answered last, as 1 or 0, for an alert on a replica not ready (/metrics
 # checks readiness first, so a scrape sees it as of now).
 READY = Gauge("jobpost_api_ready", "1 when this replica can take a write and serve a read, else 0")
+CAPABLE = Gauge(
+    "jobpost_api_capability_ready",
+    "1 when this replica can serve this capability now, else 0",
+    ["capability"],
+)
+
+
+@dataclass(frozen=True)
+class Report:
+    """One look at readiness: the checks of before, and what they make of each capability."""
+
+    checks: Checks  # kafka, sequencer, elasticsearch
+    capabilities: Checks  # writes, reads, search
+
+
+def _joined(*why: str | None) -> str | None:
+    found = [w for w in why if w is not None]
+    return "; ".join(found) if found else None
 
 
 class Readiness:
@@ -51,26 +76,33 @@ class Readiness:
         self.sequencer = sequencer
         self.search = search
         self._admin = KafkaClients(settings.kafka).admin()
-        self._cached: tuple[float, Checks] | None = None
+        self._cached: tuple[float, Report] | None = None
 
     async def check(self) -> Checks:
+        """The checks of before: kafka, sequencer, elasticsearch."""
+        return (await self.report()).checks
+
+    async def report(self) -> Report:
         if self._cached and time.monotonic() - self._cached[0] < 1.0:
             return self._cached[1]
         group, search = await asyncio.gather(
             asyncio.to_thread(self._group_covers_commands), self.search.health()
         )
-        checks: Checks = {
-            "kafka": self._kafka(),
-            "sequencer": self._own_member() or group,
-            "elasticsearch": search,
-        }
-        self._cached = (time.monotonic(), checks)
-        READY.set(0 if any(checks.values()) else 1)
-        return checks
+        replies, views, sequencer = self._replies(), self._views(), self._own_member() or group
+        report = Report(
+            checks={"kafka": _joined(replies, views), "sequencer": sequencer, "elasticsearch": search},
+            capabilities={"writes": _joined(replies, sequencer), "reads": views, "search": search},
+        )
+        self._cached = (time.monotonic(), report)
+        READY.set(0 if any(report.checks.values()) else 1)
+        for capability, why in report.capabilities.items():
+            CAPABLE.labels(capability).set(0 if why else 1)
+        return report
 
-    def _kafka(self) -> str | None:
-        if not self.commands.ready.is_set():
-            return "the reply reader is not running"
+    def _replies(self) -> str | None:
+        return None if self.commands.ready.is_set() else "the reply reader is not running"
+
+    def _views(self) -> str | None:
         behind = [_catching_up(v.topic, status) for v in self.views if not (status := v.status).ready]
         return "; ".join(behind) if behind else None
 
@@ -79,6 +111,8 @@ class Readiness:
         if sequencer is None:
             return None
         status = sequencer.status
+        if status.failed:
+            return "this replica's sequencer member gave up and starts again shortly (the API's log says why)"
         if not status.session_up:
             return "this replica's sequencer member has no session"
         if status.restoring:

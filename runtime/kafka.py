@@ -155,14 +155,26 @@ def end_offset(consumer: Consumer, topic: str, partition: int, timeout: float = 
     return int(end)
 
 
+# Error events a consumer reports while it finds the group's coordinator again by itself,
+# unmarked as retriable: a broker that left took the coordinator with it. `make chaos` saw
+# NOT_COORDINATOR ("Failed to fetch committed offsets") end both Indeed consumers at once.
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+}
+
+
 def is_record(message: Message) -> bool:
     """True for a record; False for an event to pass over (end of a partition, an error the
-    client recovers from by itself); raises KafkaException for an error that must end the
-    reader's session."""
+    client recovers from by itself, a coordinator on the move); raises KafkaException for an
+    error that must end the reader's session."""
     error = message.error()
     if error is None:
         return True
     if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+        return False
+    if error.code() in _COORDINATOR_MOVING and not error.fatal():
         return False
     raise KafkaException(error)
 

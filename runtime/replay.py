@@ -32,8 +32,12 @@ def replay(
     wanted = set(partitions)
     if not wanted:
         return {}
+    # Small prefetch: librdkafka's default holds up to 64 MiB ahead, besides what the restore writes.
     consumer = KafkaClients(kafka).reader(
-        Topics(kafka.topic_prefix).reader_group(ReaderGroup.REPLAY), ends=True, prompt_end=True
+        Topics(kafka.topic_prefix).reader_group(ReaderGroup.REPLAY),
+        ends=True,
+        prompt_end=True,
+        small_prefetch=True,
     )
     ends: dict[int, int] = {}
     try:

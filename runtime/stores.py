@@ -19,9 +19,11 @@ import ctypes
 import json
 import logging
 import shutil
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import Message, TopicCollection, TopicPartition
@@ -77,6 +79,40 @@ def source_identity(kafka: KafkaSettings, topic: str) -> str:
     cluster = admin.list_topics(topic, timeout=10).cluster_id or "unknown-cluster"
     description = admin.describe_topics(TopicCollection([topic]), request_timeout=10)[topic].result(15)
     return f"{cluster}/{description.topic_id}"
+
+
+class Urgent:
+    """Restores that answers wait on go first. While the sequencer restores a partition (no
+    write of it is taken before), a view still reading its partitions from the start (no
+    read of them is served yet either way) steps aside between its batches: in one process
+    they share one interpreter, and a cold start's views would otherwise slow the
+    sequencer's restore several times over."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._none = threading.Event()
+        self._none.set()
+
+    @contextmanager
+    def restoring(self) -> Iterator[None]:
+        with self._lock:
+            self._running += 1
+            self._none.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                if self._running == 0:
+                    self._none.set()
+
+    def wait_none(self, timeout_s: float) -> bool:
+        """True once no urgent restore runs (False if one still does after the timeout)."""
+        return self._none.wait(timeout_s)
+
+
+URGENT = Urgent()
 
 
 class StateLocked(Exception):

@@ -17,8 +17,8 @@ never holds what Kafka does not.
 Any failure of a session (an aborted transaction, a fenced producer, a lost broker, a bug)
 ends it: consumer, producer and in-memory state are thrown away and a new session starts
 from the committed offsets and the changelog, so no state outlives what Kafka committed.
-When no session has come up for `give_up_after_s`, `run()` raises, so the process exits
-and its supervisor restarts it.
+When no session has come up for `give_up_after_s`, `run()` raises SequencerFailed (what
+happens then: the last paragraph).
 
 Each session runs on a thread of its own, which the member watches. A session whose
 transaction has been open for `stuck_after_s` is blocked in a Kafka client call that
@@ -28,10 +28,18 @@ blocked in C cannot be stopped: the member abandons it and starts the next sessi
 once. That session's producer, under the same transactional id, fences the stuck one and
 aborts its transaction when it initialises, and its consumer, under the same static
 member name, takes the stuck one's place in the group, so whatever the stuck thread does
-when its call returns is refused by Kafka; it ends then. Only when more than
-`_MAX_STUCK` abandoned sessions are still blocked does the process exit, and at once for a
-dynamic member (no instance id): its next session would be a new member of the group,
-whose rebalance waits for the stuck one to give its partitions up.
+when its call returns is refused by Kafka; it ends then. A dynamic member (no instance id)
+also has the stuck session's consumer closed, off its thread: its next session is a new
+member of the group, whose rebalance would otherwise wait for the stuck one to give its
+partitions up. When more than `_MAX_STUCK` abandoned sessions are still blocked, `run()`
+raises SequencerFailed, and the stuck session's consumer is closed too, so its partitions
+go to the other members.
+
+What happens then depends on where the member runs (`run_in_process`, `run_or_exit`): a
+member embedded in the API never ends its process (its HTTP front, read views and
+connections serve on; readiness says writes are not ready); it pauses for a random
+while and starts again. `jobpost sequencer`, which serves nothing else, exits for its
+supervisor to restart it, after a random delay too, so replicas never end together.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import random
 import sys
 import sysconfig
 import threading
@@ -48,7 +57,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from confluent_kafka import KafkaException
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
@@ -66,6 +75,20 @@ ABANDONED = Counter(
     "jobpost_sequencer_sessions_abandoned_total",
     "Sequencer sessions left blocked in a Kafka client call and replaced by a new one",
 )
+BLOCKED = Gauge(
+    "jobpost_sequencer_sessions_blocked",
+    "Abandoned sequencer sessions whose Kafka client call has not returned yet",
+)
+FAILURES = Counter(
+    "jobpost_sequencer_failures_total",
+    "Times the sequencer member gave up (no session for too long, too many blocked) and paused",
+)
+# After SequencerFailed: an embedded member pauses this long (uniformly at random, so
+# replicas that failed for one cause start again apart) before it starts over; a member in
+# a process of its own waits up to the upper bound before it exits. Longer than the group's
+# session timeout, so a member that handed its partitions over does not take them back at
+# once only to fail again.
+PAUSE_AFTER_FAILURE_S = (12.0, 24.0)
 
 
 class SequencerFailed(RuntimeError):
@@ -85,6 +108,7 @@ class SequencerStatus:
     session_up: bool = False  # a session is consuming
     assigned: frozenset[int] = frozenset()  # restored and served by this member
     restoring: frozenset[int] = frozenset()  # assigned, state still being read from the log
+    failed: str | None = None  # why the member gave up, while it pauses before it starts again
 
 
 class Sequencer:
@@ -102,8 +126,21 @@ class Sequencer:
     def status(self) -> SequencerStatus:
         return self._status
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
+
+    def pause(self, why: str, seconds: float) -> None:
+        """After a failure: say why in the status, wait (stop() ends the wait), clear it."""
+        with self._status_lock:
+            self._current += 1  # no session's news counts meanwhile
+            self._status = SequencerStatus(failed=why)
+        self._stop.wait(seconds)
+        with self._status_lock:
+            self._status = SequencerStatus()
 
     def run(self) -> None:
         """Run sessions until stop(); a failed session is replaced after a short backoff."""
@@ -114,8 +151,9 @@ class Sequencer:
             with self._status_lock:
                 self._current += 1
             report = functools.partial(self._report_from, self._current)
-            session = self._session_type(self.settings, self._stop, report, self.clock)
+            session: Session | None = None
             try:
+                session = self._session_type(self.settings, self._stop, report, self.clock)
                 self._watch(session)
                 backoff = FIRST_BACKOFF_S
             except SequencerFailed:
@@ -125,8 +163,10 @@ class Sequencer:
                 log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
                             exc_info=not expected)  # fmt: skip
             finally:
-                if session.came_up:
+                if session is not None and session.came_up:
                     last_up = time.monotonic()
+                self._stuck = [t for t in self._stuck if t.is_alive()]  # those whose call returned end
+                BLOCKED.set(len(self._stuck))
                 self._report_from(
                     self._current, session_up=False, assigned=frozenset(), restoring=frozenset()
                 )
@@ -160,16 +200,19 @@ class Sequencer:
 
     def _abandon(self, session: Session, thread: threading.Thread, stuck: float) -> None:
         where = _blocked_in(thread)
-        if self.settings.instance_id is None:
-            # A dynamic member's next session is a new member of the group, which would
-            # wait for the stuck one to let its partitions go: only a process exit ends it.
-            raise SequencerFailed(f"a sequencer session is blocked for {stuck:.1f} s in {where}")
         with self._status_lock:
             self._current += 1  # nothing the abandoned session reports counts any more
         session.abandon()
         ABANDONED.inc()
         self._stuck = [t for t in self._stuck if t.is_alive()] + [thread]
-        if len(self._stuck) > _MAX_STUCK:
+        too_many = len(self._stuck) > _MAX_STUCK
+        if too_many or self.settings.instance_id is None:
+            # No successor under the same name takes its place in the group at once (a
+            # dynamic member's is a new member, whose rebalance would wait for this one
+            # to let its partitions go; after too many, none follows for a while): its
+            # consumer leaves now, off this thread, so the partitions move.
+            session.release()
+        if too_many:
             raise SequencerFailed(
                 f"{len(self._stuck)} sequencer sessions are blocked in Kafka client calls, the last "
                 f"for {stuck:.1f} s in {where}"
@@ -198,13 +241,38 @@ def _blocked_in(thread: threading.Thread) -> str:
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno} ({frames[-1].line})"
 
 
+def run_in_process(sequencer: Sequencer) -> None:
+    """Run a member embedded in another process (the API) until stop(), never ending that
+    process: when the member gives up (SequencerFailed, or a bug), it says why in its status
+    (readiness: writes not ready), pauses for a random while and starts again. The process's
+    other work (the HTTP front, its read views) goes on meanwhile."""
+    while not sequencer.stopping:
+        try:
+            sequencer.run()
+        except BaseException as exc:
+            FAILURES.inc()
+            pause = random.uniform(*PAUSE_AFTER_FAILURE_S)
+            log.error(
+                "the sequencer member gave up: %s; it starts again in %.0f s (this process serves on)",
+                exc,
+                pause,
+                exc_info=not isinstance(exc, SequencerFailed),
+            )
+            sequencer.pause(str(exc), pause)
+
+
 def run_or_exit(sequencer: Sequencer) -> None:
-    """Run the member; should it stop for good, exit the process at once (status 70) so its
-    supervisor restarts it: a replica that cannot sequence must not go on looking alive, and
-    a session stuck in the Kafka client would hold up an orderly exit."""
+    """Run a member that is its process's only work (`jobpost sequencer`); should it give
+    up, exit (status 70) so its supervisor restarts it, after a random delay of up to
+    PAUSE_AFTER_FAILURE_S, so members that gave up for one cause do not all restart at
+    once. Not an orderly exit: a session stuck in the Kafka client would hold it up."""
     try:
         sequencer.run()
-    except BaseException:
-        log.critical("the sequencer stopped; exiting so the supervisor restarts us", exc_info=True)
+    except BaseException as exc:
+        delay = random.uniform(0, PAUSE_AFTER_FAILURE_S[1])
+        log.critical(
+            "the sequencer stopped; exiting in %.0f s so the supervisor restarts us", delay, exc_info=True
+        )
+        sequencer.pause(str(exc), delay)
         logging.shutdown()
         os._exit(70)

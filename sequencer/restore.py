@@ -21,7 +21,7 @@ from runtime import records
 from runtime.kafka import coordinates, end_offset, is_record, produce_waiting
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
-from runtime.stores import PartitionStore, Put, Stores
+from runtime.stores import URGENT, PartitionStore, Put, Stores
 from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.model import Posting
@@ -77,13 +77,14 @@ class Restorer:
         """The partition's state: the local store brought up to the end of the changelog
         (only what was written since its checkpoint is read)."""
         changelog, postings = self.topics.sequencer_state, self.topics.postings
-        if (
-            end_offset(self.consumer, changelog, number) == 0
-            and end_offset(self.consumer, postings, number) > 0
-        ):
-            store = self._derive_changelog(number)
-        else:
-            store = self.stores.restore(number, _changelog_puts, self.settings.restore_timeout_s)
+        with URGENT.restoring():  # a view reading from the start steps aside meanwhile
+            if (
+                end_offset(self.consumer, changelog, number) == 0
+                and end_offset(self.consumer, postings, number) > 0
+            ):
+                store = self._derive_changelog(number)
+            else:
+                store = self.stores.restore(number, _changelog_puts, self.settings.restore_timeout_s)
 
         return PartitionState(StoredStates(store), PartitionTexts(self, number))
 

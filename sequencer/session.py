@@ -102,6 +102,8 @@ class Session:
         self._written: dict[int, int] = {}  # partition -> offset of its newest changelog record
         self.came_up = False
         self.abandoned = False  # set by the member's thread: end as soon as Kafka lets us
+        self._closing = threading.Lock()  # the consumer is closed once, by run() or release()
+        self._consumer_closed = False
         self.transaction = TransactionTimer()  # what the member's watch reads
         self.consumer, self.producer = member_clients(settings)
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
@@ -109,7 +111,9 @@ class Session:
 
     def run(self) -> None:
         try:
-            self.producer.init_transactions(30)
+            started = time.monotonic()
+            self.producer.init_transactions(30)  # fences a predecessor, waits for its abort
+            log.info("sequencer session: transactions initialised in %.1f s", time.monotonic() - started)
             if not self.clock.known:
                 self._probe_clock()
             self.consumer.subscribe(
@@ -126,7 +130,7 @@ class Session:
                 if messages:
                     self._process(messages)
         finally:
-            self.consumer.close()
+            self._close_consumer()
             self._abort_open_transaction()
             self.restorer.close()
 
@@ -137,6 +141,23 @@ class Session:
         next session's producer has fenced this one's)."""
         self.abandoned = True
         self.stores.close()
+
+    def release(self) -> None:
+        """Close an abandoned session's consumer now, on a thread of its own (the call may
+        wait for a coordinator that is gone), so it leaves the group: no successor under
+        the same static name takes its place at once. Its stuck thread never polls again,
+        so without this the group would wait for it to give its partitions up."""
+        threading.Thread(target=self._close_consumer, name="sequencer-release", daemon=True).start()
+
+    def _close_consumer(self) -> None:
+        with self._closing:
+            if self._consumer_closed:
+                return
+            self._consumer_closed = True
+        try:
+            self.consumer.close()
+        except Exception as exc:  # noqa: BLE001 - a consumer fenced or already gone: nothing left to close
+            log.debug("closing the session's consumer: %r", exc)
 
     def _probe_clock(self) -> None:
         """Ask Kafka the time before the first decision (a member that starts behind a
@@ -174,7 +195,12 @@ class Session:
         numbers = [tp.partition for tp in partitions]
         self.restoring |= set(numbers)
         self._publish()
+        started = time.monotonic()
         self.restorer.await_settled(numbers)
+        waited = time.monotonic() - started
+        log.info(
+            "sequencer assigned partitions %s: no transaction open on them after %.1f s", numbers, waited
+        )
         consumer.committed(partitions, timeout=60)
         for number in numbers:
             started = time.monotonic()

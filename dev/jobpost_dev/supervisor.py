@@ -8,11 +8,16 @@ then, after STOP_WITHIN_S, SIGKILL. Each component runs in a session of its own 
 the terminal reaches the supervisor alone, which stops them in order); on Linux it is also
 sent SIGTERM when the supervisor dies however it dies, kill -9 included, so none is left
 holding its port.
+
+Every exit the supervisor did not ask for is also written, one JSON line each, to
+`exits.jsonl` beside the logs (when, which component, its pid, its exit status or signal,
+the last error line of its log): `jobpost chaos` lists them in its report.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -85,6 +90,7 @@ class Supervisor:
             if c.restart_at is None:
                 c.restart_at = now + c.backoff
                 c.failures += 1
+                self._record_exit(c)
                 print(self.exited(c), flush=True)
                 c.backoff = min(c.backoff * 2, 30.0)
             elif now >= c.restart_at:
@@ -103,6 +109,23 @@ class Supervisor:
             f" log {self.log_of(c)}): {last}"
         )
 
+    @property
+    def exits_file(self) -> Path:
+        return self.log_dir / "exits.jsonl"
+
+    def _record_exit(self, c: Component) -> None:
+        assert c.process is not None
+        code = c.process.returncode
+        record = {
+            "at": time.time(),
+            "component": c.name,
+            "pid": c.process.pid,
+            "status": how_it_ended(code),
+            "last_error": last_error_line(self.log_of(c), since=c.log_from),
+        }
+        with self.exits_file.open("a") as exits:
+            exits.write(json.dumps(record) + "\n")
+
     def stop_all(self, timeout: float = STOP_WITHIN_S) -> None:
         self.stopping = True
         for c in reversed(self.components):
@@ -117,6 +140,18 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 os.killpg(c.process.pid, signal.SIGKILL)
                 c.process.wait()
+
+
+def how_it_ended(returncode: int | None) -> str:
+    """`exit status N`, or `killed by SIGKILL` (Popen's negative return code)."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -39,7 +39,7 @@ from runtime import write_stages
 from runtime.snapshots import fetch, has_state
 from schemas.topics import BOARDS
 from sequencer.config import SequencerSettings
-from sequencer.member import Sequencer, run_or_exit
+from sequencer.member import Sequencer, run_in_process
 
 log = logging.getLogger(__name__)
 _UI = Path(__file__).parent.parent / "ui"  # the playground's static files
@@ -83,7 +83,9 @@ def create_app(
         sequencer, sequencing = None, None
         if settings.embedded_sequencer:
             sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
-            sequencing = threading.Thread(target=run_or_exit, args=(sequencer,), name="sequencer")
+            # Never ends this process: the HTTP front and the read views outlive any failure
+            # of the member (decision 0011).
+            sequencing = threading.Thread(target=run_in_process, args=(sequencer,), name="sequencer")
             sequencing.daemon = True
             sequencing.start()
         app.state.settings = settings

@@ -249,9 +249,10 @@ class ProblemOut(BaseModel):
 
 
 class ReadinessOut(BaseModel):
-    status: Literal["ready", "not ready"]
+    status: Literal["ready", "not ready"] = Field(description="of the capabilities asked for (`for`)")
+    capabilities: dict[str, bool] = Field(description="writes, reads, search: ready or not")
     checks: dict[str, bool] = Field(description="kafka, sequencer, elasticsearch: ready or not")
-    reasons: dict[str, str] = Field(description="why each check that failed is not ready")
+    reasons: dict[str, str] = Field(description="why each check and capability that failed is not ready")
 
 
 class SearchPage(BaseModel):

@@ -26,7 +26,16 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Top
 from runtime import records
 from runtime.kafka import KafkaSettings, coordinates, end_offset, poll_batch
 from runtime.kafka_clients import KafkaClients
-from runtime.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
+from runtime.stores import (
+    RESTORED,
+    RESTORING,
+    URGENT,
+    Put,
+    StateLocked,
+    StateSettings,
+    Stores,
+    release_free_memory,
+)
 from schemas.partitioning import partition_for
 from schemas.topics import ReaderGroup, Topics
 
@@ -190,11 +199,20 @@ class LogView:
             )
             self._publish(following=True)
             while not self._stop.is_set():
+                self._step_aside()
                 self._fold(consumer, poll_batch(consumer, self.state.batch_records, 0.1))
         finally:
             self.status = replace(self.status, following=False)
             self._batch.clear()
             consumer.close()
+
+    def _step_aside(self) -> None:
+        """While this view has not caught up since it started (a restore: reads of the
+        partitions still behind are not served anyway), let an urgent restore (the
+        sequencer's) run first."""
+        while not self._stop.is_set() and self.status.behind:
+            if URGENT.wait_none(0.5):
+                return
 
     def _open_stores(self, consumer: Consumer, partitions: list[int]) -> None:
         """Open each partition's store, rebuilding one whose checkpoint lies outside the

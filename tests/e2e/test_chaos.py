@@ -1,10 +1,16 @@
 """The short fault run (`jobpost chaos --short`): a three-broker cluster of its own, two
 replicas of every component, the sandbox failing 5 % of calls and losing 5 % of answers,
-a steady write load (with and without Idempotency-Key); a broker killed and restarted, one
-consumer of each board and one API replica killed. Checked from outside: the log, both
-boards, the index, the dead letters, and that no write answered 503 was applied."""
+a steady write load (with and without Idempotency-Key) and readers on every replica; the
+broker coordinating the sequencer's transactions killed and restarted, one consumer of each
+board and one API replica killed. Checked from outside: the log, both boards, the index,
+the dead letters, that no write answered 503 was applied, that every partition took writes
+again soon after each fault, that reads never stopped (but the killed replica's own), and
+that no process exited but the ones the run killed."""
 
 from jobpost_dev.chaos.run import run, short_plan
+
+# The longest a partition may go without an acknowledged write in a fault's window (issue 37).
+PARTITION_GAP_S = 10.0
 
 
 def test_the_short_fault_run_loses_duplicates_and_reorders_nothing(elasticsearch_url):
@@ -22,3 +28,9 @@ def test_the_short_fault_run_loses_duplicates_and_reorders_nothing(elasticsearch
     assert verdict.applied_after_503 == []  # a 503 means "not applied, ever"
     assert report.converged_after_s is not None, (verdict.boards, verdict.index)
     assert verdict.dead_letters == {"sequencer": 0, "linkedin": 0, "indeed": 0, "search-indexer": 0}
+    assert report.unexpected_exits == []
+    assert report.ledger.reads, "no read was made"
+    for window in report.windows:
+        assert report.reads_lost_to_others(window) == 0, (window.name, report.unanswered_reads(window))
+        gap = report.partition_gap(window)
+        assert gap.seconds <= PARTITION_GAP_S, (window.name, gap)

@@ -1,7 +1,9 @@
 """A steady write load that keeps what it was answered.
 
 Each client owns its postings (so it knows what each one must end as) and writes at a
-fixed pace: creates, replacements, now and then a delete. Two kinds of client, as the
+fixed pace: creates, replacements, now and then a delete. The pace holds whatever the
+answers take (up to four writes in flight per client, never two to one posting), so a
+partition without a sequencer delays only its own postings' writes. Two kinds of client, as the
 contract's retry rules have two:
 
 - keyed: every request carries an Idempotency-Key; on a 503, a 504, a timeout or a lost
@@ -12,6 +14,11 @@ contract's retry rules have two:
   503 promises "not applied, ever": the client sends the write again as a new attempt. A
   504, a timeout or a connection lost mid-request leave the outcome unknown, and a retry
   without a key could apply it twice, so the client notes it and moves on.
+
+Beside them, one reader per API replica reads postings the load was acknowledged, at a
+steady pace, and notes each answer: served (200, 410, or 404 from a view not there yet),
+refused (no connection), or failed (5xx, a timeout, a broken answer). Reads come from each
+replica's local views, so no fault of Kafka's should stop them.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +49,14 @@ class Sample:
     posting_id: str = ""  # of an acknowledged write
 
 
+@dataclass(frozen=True)
+class Read:
+    at: float  # monotonic, when it was answered or failed
+    api: str  # the replica's URL
+    outcome: str  # "served", "refused" (no connection) or "failed" (5xx, timeout, broken answer)
+    detail: str = ""  # the status, or the client's error
+
+
 @dataclass
 class Ledger:
     attempted: int = 0
@@ -52,6 +68,8 @@ class Ledger:
     unknown: list[str] = field(default_factory=list)  # markers of unkeyed writes left unknown (504, lost)
     answered_504: int = 0  # every 504 answer, keyed or not
     samples: list[Sample] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)  # posting ids acknowledged, for the readers
 
     @property
     def settled(self) -> int:
@@ -79,6 +97,8 @@ class Load:
         clients: int = 10,
         unkeyed_clients: int = 4,
         seed: int = 7,
+        reads_per_s: float = 5.0,
+        in_flight: int = 4,
     ) -> None:
         self.api_urls = api_urls
         self.headers = {"Authorization": f"Bearer {token}"}
@@ -90,6 +110,8 @@ class Load:
         self.random = random.Random(seed)
         self._stop = asyncio.Event()
         self._keys = 0
+        self.reads_per_s = reads_per_s  # per replica
+        self.in_flight = in_flight  # writes at once per client, each to another posting
 
     def stop(self) -> None:
         self._stop.set()
@@ -97,31 +119,99 @@ class Load:
     async def run(self) -> None:
         limits = httpx.Limits(max_connections=4 * self.clients)
         # Longer than the API's write timeout (10 s): the API's own answer, 503 or 504, comes first.
-        async with httpx.AsyncClient(headers=self.headers, timeout=15, limits=limits) as http:
-            await asyncio.gather(*(self._client(http, n) for n in range(self.clients)))
+        async with (
+            httpx.AsyncClient(headers=self.headers, timeout=15, limits=limits) as http,
+            httpx.AsyncClient(headers=self.headers, timeout=5) as reading,
+        ):
+            await asyncio.gather(
+                *(self._client(http, n) for n in range(self.clients)),
+                *(self._reader(reading, api) for api in self.api_urls),
+            )
+
+    async def _reader(self, http: httpx.AsyncClient, api: str) -> None:
+        interval = 1 / self.reads_per_s
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            next_at += interval
+            if not self.ledger.known:
+                continue
+            posting_id = self.random.choice(self.ledger.known)
+            try:
+                response = await http.get(f"{api}/postings/{posting_id}")
+            except httpx.ConnectError as exc:
+                self.ledger.reads.append(Read(time.monotonic(), api, "refused", type(exc).__name__))
+                continue
+            except httpx.TransportError as exc:  # a timeout, a connection lost mid-answer
+                self.ledger.reads.append(Read(time.monotonic(), api, "failed", type(exc).__name__))
+                continue
+            outcome = "failed" if response.status_code >= 500 else "served"
+            self.ledger.reads.append(Read(time.monotonic(), api, outcome, str(response.status_code)))
 
     async def _client(self, http: httpx.AsyncClient, number: int) -> None:
+        """Writes at a fixed pace whatever the answers take (open loop), at most one at a
+        time per posting and `in_flight` at a time in all: a write waiting on a partition
+        whose sequencer is away holds up neither the client's writes to other partitions
+        nor the measure of their outage."""
         live: list[str] = []
+        busy: set[str] = set()  # postings with a write in flight
+        creating = 0
+        tasks: set[asyncio.Task[None]] = set()
         interval = self.clients / self.rate
         next_at = time.monotonic() + self.random.random() * interval
         keyed = number < self.clients - self.unkeyed_clients
         write = self._write if keyed else self._write_unkeyed
+
+        async def create() -> None:
+            nonlocal creating
+            body = listable(f"Chaos {number}")
+            try:
+                created = await write(http, "POST", "/postings", body, number)
+            finally:
+                creating -= 1
+            if created is not None:
+                live.append(created.posting_id)
+
+        async def replace(posting_id: str) -> None:
+            body = listable(f"Chaos {number} {self._keys}")
+            try:
+                await write(http, "PUT", f"/postings/{posting_id}", body, number)
+            finally:
+                busy.discard(posting_id)
+
+        async def delete(posting_id: str) -> None:
+            try:
+                await self._write(http, "DELETE", f"/postings/{posting_id}", None, number)
+            finally:
+                busy.discard(posting_id)
+
+        def start(work: Coroutine[Any, Any, None]) -> None:
+            task = asyncio.create_task(work)
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
         while not self._stop.is_set():
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
             next_at += interval
+            if len(tasks) >= self.in_flight:
+                continue  # this tick's write is not made: the client is at its bound
             roll = self.random.random()
-            if len(live) < self.postings_per_client and (roll < 0.3 or not live):
-                body = listable(f"Chaos {number}")
-                created = await write(http, "POST", "/postings", body, number)
-                if created is not None:
-                    live.append(created.posting_id)
+            idle = [posting_id for posting_id in live if posting_id not in busy]
+            if len(live) + creating < self.postings_per_client and (roll < 0.3 or not idle):
+                creating += 1
+                start(create())
+            elif not idle:
+                continue
             elif roll < 0.05:
-                posting_id = live.pop(self.random.randrange(len(live)))
-                await self._write(http, "DELETE", f"/postings/{posting_id}", None, number)
+                posting_id = self.random.choice(idle)
+                live.remove(posting_id)
+                busy.add(posting_id)
+                start(delete(posting_id))
             else:
-                posting_id = self.random.choice(live)
-                body = listable(f"Chaos {number} {self._keys}")
-                await write(http, "PUT", f"/postings/{posting_id}", body, number)
+                posting_id = self.random.choice(idle)
+                busy.add(posting_id)
+                start(replace(posting_id))
+        await asyncio.gather(*tasks)
 
     def _token(self, number: int) -> str:
         self._keys += 1
@@ -153,6 +243,7 @@ class Load:
                 self.ledger.refused += 1
                 return None
             self.ledger.acked[key] = ack
+            self.ledger.known.append(ack.posting_id)
             return ack
         self.ledger.gave_up.append(key)
         self.ledger.samples.append(Sample(started, time.monotonic() - started, False))
@@ -192,6 +283,7 @@ class Load:
                 self.ledger.refused += 1
                 return None
             self.ledger.acked_unkeyed[marker] = ack
+            self.ledger.known.append(ack.posting_id)
             return ack
         self.ledger.gave_up.append(marker)
         self.ledger.samples.append(Sample(started, time.monotonic() - started, False))

@@ -1,6 +1,11 @@
 """What a fault run found, as the lines `make chaos` prints: the verdict, the answers, the
-longest stretches without an acknowledged write (overall and per fault), the sequencer
-members' sessions."""
+longest stretches without an acknowledged write (overall and per fault), the reads each
+replica refused or failed, every process that exited and why, the sequencer members'
+sessions.
+
+A fault's window runs from its start to 30 s after it ended, or to the next fault's start
+if that comes first (so an API replica killed right after a broker came back counts as the
+API kill's, not the broker's)."""
 
 from __future__ import annotations
 
@@ -12,8 +17,13 @@ from typing import NamedTuple
 import httpx
 
 from jobpost_dev.chaos import verify
-from jobpost_dev.chaos.load import Ledger
+from jobpost_dev.chaos.exits import Exit
+from jobpost_dev.chaos.faults import Victim
+from jobpost_dev.chaos.load import Ledger, Read
 from schemas.topics import BOARDS
+
+AFTER_FAULT_S = 30.0  # how long after a fault its window runs (unless the next one begins)
+BROKER_FAULTS = ("broker-kill", "broker-pause")
 
 
 @dataclass
@@ -33,6 +43,8 @@ class Report:
     load_ended: float = float("inf")
     members: dict[str, dict[str, float]] = field(default_factory=dict)  # API -> its sequencer's counters
     partitions: dict[str, int] = field(default_factory=dict)  # posting id -> its partition, from the log
+    victims: list[Victim] = field(default_factory=list)  # what the faults ended
+    exits: list[Exit] = field(default_factory=list)  # every process that exited during the run
 
     def lines(self) -> list[str]:
         ok = [s for s in self.ledger.samples if s.ok]
@@ -68,8 +80,54 @@ class Report:
                 + ", ".join(f"{name} {value:.0f}" for name, value in counters.items())
                 for api, counters in self.members.items()
             ),
+            self._reads_line(),
             *(self._fault_line(w) for w in self.windows),
+            f"processes that exited during the run: {len(self.exits)}, of them not the run's doing: "
+            f"{len(self.unexpected_exits)}",
+            *(f"  exited: {e.said()}" for e in self.exits),
         ]
+
+    @property
+    def unexpected_exits(self) -> list[Exit]:
+        return [e for e in self.exits if e.fault is None]
+
+    def window_end(self, w: FaultWindow) -> float:
+        """Where a fault's window ends: 30 s after it, the next fault's start, or the end
+        of the load, whichever comes first."""
+        later = [o.started for o in self.windows if o.started > w.started]
+        return min([w.ended + AFTER_FAULT_S, self.load_ended, *later])
+
+    def unanswered_reads(self, w: FaultWindow, replica: str | None = None) -> list[Read]:
+        """Reads refused or failed in the fault's window (of one replica, or all)."""
+        end = self.window_end(w)
+        return [
+            r
+            for r in self.ledger.reads
+            if r.outcome != "served" and w.started <= r.at <= end and replica in (None, r.api)
+        ]
+
+    def victim_replica(self, w: FaultWindow) -> str | None:
+        """The URL of the API replica the fault killed, if it killed one."""
+        ports = [v.port for v in self.victims if v.fault == w.name and v.port is not None]
+        return next((api for api in self.members if ports and api.endswith(f":{ports[0]}")), None)
+
+    def reads_lost_to_others(self, w: FaultWindow) -> int:
+        """Reads refused or failed in the window by replicas the fault did not kill."""
+        killed = self.victim_replica(w)
+        return sum(1 for r in self.unanswered_reads(w) if r.api != killed)
+
+    def partition_gap(self, w: FaultWindow) -> Stretch:
+        return self.longest_partition_gap(w.started, self.window_end(w))
+
+    def _reads_line(self) -> str:
+        by_api: dict[str, dict[str, int]] = {}
+        for r in self.ledger.reads:
+            counts = by_api.setdefault(r.api, {"served": 0, "refused": 0, "failed": 0})
+            counts[r.outcome] += 1
+        return "reads: " + "; ".join(
+            f"{api} served {c['served']}, refused {c['refused']}, failed {c['failed']}"
+            for api, c in sorted(by_api.items())
+        )
 
     @property
     def kept_every_promise(self) -> bool:
@@ -115,12 +173,20 @@ class Report:
         return max(stretches)
 
     def _fault_line(self, w: FaultWindow) -> str:
-        until = min(w.ended + 30, self.load_ended)
-        gap, partition, _ = self.longest_partition_gap(w.started, until)
+        until = self.window_end(w)
+        gap, partition, _ = self.partition_gap(w)
+        unanswered: dict[str, int] = {}
+        for r in self.unanswered_reads(w):
+            unanswered[r.api] = unanswered.get(r.api, 0) + 1
+        killed = self.victim_replica(w)
+        reads = ", ".join(
+            f"{api}{' (killed)' if api == killed else ''} {n}" for api, n in sorted(unanswered.items())
+        )
         return (
             f"  fault {w.name}: {w.what} ({w.ended - w.started:.1f} s); no write acknowledged for "
             f"{self.longest_gap(w.started, until):.1f} s at most, on one partition {gap:.1f} s "
-            f"(number {partition}), until 30 s after it (or the end of the load)"
+            f"(number {partition}), until {until - w.ended:.0f} s after it; reads refused or failed: "
+            f"{reads or 'none'}"
         )
 
     def _partition_line(self) -> str:
@@ -142,6 +208,9 @@ class Report:
     def _cause(self, began: float) -> str:
         """The fault a stretch without writes that began then is put down to."""
         return next((w.name for w in self.windows if w.started - 1 <= began <= w.ended + 5), "no fault")
+
+    def broker_fault_windows(self) -> list[FaultWindow]:
+        return [w for w in self.windows if w.name in BROKER_FAULTS]
 
 
 class Stretch(NamedTuple):

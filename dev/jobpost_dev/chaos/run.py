@@ -16,12 +16,14 @@ import httpx
 
 from jobpost_dev import stack
 from jobpost_dev.chaos import verify
-from jobpost_dev.chaos.faults import FAULTS, Target
+from jobpost_dev.chaos.coordinators import java_describes
+from jobpost_dev.chaos.exits import Watch
+from jobpost_dev.chaos.faults import FAULTS, Target, roles
 from jobpost_dev.chaos.load import Load
 from jobpost_dev.chaos.report import FaultWindow, Report, sequencer_counters
 from jobpost_dev.processes import Process, free_port, wait_until
 from runtime.kafka import KafkaSettings
-from schemas.topics import BOARDS
+from schemas.topics import BOARDS, Component, Topics
 
 FULL = ["broker-kill", "broker-pause", "api-kill", "consumer-kill", "indexer-kill", "search-stop"]
 SHORT = ["broker-kill", "consumer-kill", "api-kill"]
@@ -67,6 +69,7 @@ def run(plan: Plan) -> Report:
         if not (own / "jars").exists():  # the project's jars, fetched once
             (own / "jars").symlink_to(settings.dir.resolve() / "jars")
         settings = settings.model_copy(update={"dir": own})
+    since = time.time()
     cluster = stack.kafka_for(settings)
     started_cluster = cluster.start()
     search = stack.ElasticsearchServer(settings)
@@ -97,9 +100,16 @@ def run(plan: Plan) -> Report:
                 "also": [{"mode": "lose_response", "probability": 0.05}],
             }
             httpx.put(f"{sandbox}/_sandbox/{board}/faults", json=faults).raise_for_status()
-        target = Target(settings, settings.kafka_bootstrap, f"{prefix}.postings", prefix, plan.outage_s)
+        group = Topics(prefix).group(Component.SEQUENCER)
+        # make run names each replica's member after it (api-1, api-2): its transactional id
+        members = {f"api-{n}": f"{group}-api-{n}" for n in (1, 2)}
+        target = Target(
+            settings, settings.kafka_bootstrap, f"{prefix}.postings", prefix, plan.outage_s, members, group
+        )
+        _say_coordinators(target, settings)
+        watch = Watch(settings, since)
         load = Load(apis, token, rate=plan.rate, postings=plan.postings)
-        windows = _drive(plan, load, target)
+        windows = _drive(plan, load, target, watch)
         load_ended = time.monotonic()
         last_fault_ended = max(w.ended for w in windows) if windows else time.monotonic()
         verdict = verify.check_log(load.ledger, log := verify.log_of(kafka))
@@ -107,9 +117,20 @@ def run(plan: Plan) -> Report:
             verdict, log, sandbox, es_url, f"{prefix}-postings", plan, last_fault_ended
         )
         verdict.dead_letters = verify.count_dead_letters(kafka)
-        members = {api: sequencer_counters(api) for api in apis}
+        counters = {api: sequencer_counters(api) for api in apis}
         partitions = {posting_id: versions[0].partition for posting_id, versions in log.items()}
-        return Report(load.ledger, verdict, windows, converged_after, load_ended, members, partitions)
+        exits = watch.exits(target.victims)
+        return Report(
+            load.ledger,
+            verdict,
+            windows,
+            converged_after,
+            load_ended,
+            counters,
+            partitions,
+            target.victims,
+            exits,
+        )
     finally:
         system.stop()
         if started_cluster:
@@ -120,7 +141,22 @@ def run(plan: Plan) -> Report:
             shutil.rmtree(plan.stack_dir, ignore_errors=True)
 
 
-def _drive(plan: Plan, load: Load, target: Target) -> list[FaultWindow]:
+def _say_coordinators(target: Target, settings: stack.StackSettings) -> None:
+    """Print what each broker does for the sequencer, and check once with Kafka's own tool
+    that the transaction coordinator worked out here is the broker's."""
+    for found in roles(target).values():
+        print(f"broker {found.node_id}: {found.said()}", flush=True)
+    for name, transactional_id in target.members.items():
+        said = java_describes(settings.dir / "jars" / "kafka", target.bootstrap, transactional_id)
+        ours = next((r.node_id for r in roles(target).values() if name in r.transactions_of), None)
+        agreed = "agrees" if said == ours else f"says {said}"
+        print(
+            f"transaction coordinator of {name}: broker {ours} (Kafka's TransactionsCommand {agreed})",
+            flush=True,
+        )
+
+
+def _drive(plan: Plan, load: Load, target: Target, watch: Watch) -> list[FaultWindow]:
     """Run the load for the plan's duration, with the faults spread evenly over it."""
     thread = threading.Thread(target=asyncio.run, args=(load.run(),), name="load")
     began = time.monotonic()
@@ -137,6 +173,7 @@ def _drive(plan: Plan, load: Load, target: Target) -> list[FaultWindow]:
                 window.what = f"FAILED: {exc}".splitlines()[0]
             window.ended = time.monotonic()
             windows.append(window)
+            watch.look()  # a broker or the search server started again: its new pid
             print(f"fault {name}: {window.what}", flush=True)
         time.sleep(max(0.0, began + plan.duration_s - time.monotonic()))
     finally:

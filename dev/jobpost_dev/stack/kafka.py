@@ -185,6 +185,12 @@ class KafkaServer(Server):
             # a node that misses heartbeats for 3 s has died or stalled.
             "broker.session.timeout.ms": "3000",
             "broker.heartbeat.interval.ms": "500",
+            # How long the controllers wait for a silent active controller before electing
+            # another (defaults 2 s and 1 s): a new active controller gives every broker a
+            # fresh session first, so a stalled node that was also the active controller kept
+            # its leaders for ~7 s instead of ~3 s (`make chaos`, 2026-12-03).
+            "controller.quorum.fetch.timeout.ms": "1000",
+            "controller.quorum.election.timeout.ms": "500",
             # How long a broker's own requests to another wait for an answer (default 30 s),
             # among them the transaction coordinator's commit and abort markers: one sent to
             # a node that stalled held a transaction's end, and so its producer's successor,

@@ -63,3 +63,47 @@ def test_a_stuck_session_is_replaced_and_its_late_call_refused(kafka, topics, el
     # stuck_after_s (2 s), the watch's next look, a new session fencing the stuck one
     print(f"writes resumed {resumed_after:.1f} s after the session stuck")
     assert resumed_after < 10, resumed_after
+
+
+def test_a_dynamic_members_stuck_session_is_replaced_and_the_api_serves_throughout(
+    kafka, topics, elasticsearch_url, tmp_path
+):
+    """Without an instance id the member is dynamic: its successor is a new member of the
+    group. It used to end the process (its HTTP front and read views with it); now the stuck
+    session's consumer leaves the group and the next session takes the partitions, while
+    reads go on being served."""
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in (STUCK_CLIENT, os.environ.get("PYTHONPATH")) if p),
+        "JOBPOST_TEST_STICK_DIR": str(tmp_path),
+        "JOBPOST_SEQUENCER_STUCK_AFTER_S": "2",
+    }
+    with running_api(kafka, TOKEN, elasticsearch_url, **env) as api:
+        posting_id = api.client.create(title="Night Porter")["id"]
+        read_answers: list[int] = []
+
+        def write(n: int) -> bool:
+            # Each try also reads the posting and asks whether reads are ready.
+            read_answers.append(
+                httpx.get(f"{api.url}/postings/{posting_id}", headers=api.headers).status_code
+            )
+            read_answers.append(httpx.get(f"{api.url}/readyz", params={"for": "reads"}).status_code)
+            answer = api.client.replace(
+                posting_id, key=f"dynamic-{n}", title=f"Night Porter {n}", expect=(200, 503, 504)
+            )
+            return answer.status_code == 200
+
+        (tmp_path / "stick").touch()
+        stuck_at = time.monotonic()
+        wait_until(lambda: write(1), 60, "a write after the session stuck", interval=0.2)
+        resumed_after = time.monotonic() - stuck_at
+        (tmp_path / "release").touch()
+        wait_until(lambda: (tmp_path / "answered").exists(), 30, "the stuck call to return")
+        assert write(2)
+        assert api.popen.poll() is None  # the process never ended
+        assert counter(api, "jobpost_sequencer_sessions_abandoned_total") == 1
+
+    assert set(read_answers) == {200}, read_answers  # every read served, reads ready throughout
+    assert (tmp_path / "answered").read_text().startswith("refused")
+    assert versions_of(kafka, topics.postings, posting_id) == [0, 1, 2]
+    print(f"a dynamic member's writes resumed {resumed_after:.1f} s after its session stuck")
+    assert resumed_after < 30, resumed_after

@@ -3,6 +3,7 @@ its log, not left to crash-loop with the reason only in `.stack/logs/`."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -64,3 +65,22 @@ def test_a_component_that_ran_long_enough_starts_counting_again(
 
     assert steady.failures == 1
     assert capsys.readouterr().out.splitlines() == ["indexer exited with 1; restarting in 0 s"] * 3
+
+
+def test_every_exit_is_recorded_with_its_status_or_signal_and_last_error(tmp_path: Path) -> None:
+    script = (
+        "import os, signal; print('error: the sequencer is stuck', flush=True);"
+        " os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    crashing = Component("api-2", [sys.executable, "-c", script], backoff=0.01)
+    quitting = Component("indexer", [sys.executable, "-c", FAILS_AT_ONCE], backoff=0.01)
+
+    for component in (crashing, quitting):
+        watched(component, tmp_path, until=lambda exited, c=component: c.failures == 1)
+
+    records = [json.loads(line) for line in (tmp_path / "exits.jsonl").read_text().splitlines()]
+    assert [(r["component"], r["status"], r["last_error"]) for r in records] == [
+        ("api-2", "killed by SIGKILL", "error: the sequencer is stuck"),
+        ("indexer", "exit status 3", "error: port 8000 is taken"),
+    ]
+    assert all(r["pid"] > 0 and r["at"] > 0 for r in records)

@@ -18,3 +18,11 @@ def test_the_sequencer_check_fails_while_the_member_has_no_session_or_restores()
     member.status = SequencerStatus(session_up=True, assigned=frozenset({0, 1}))
     assert readiness._own_member() is None
     assert Readiness(ApiSettings(), nothing, [], None, nothing)._own_member() is None  # no member embedded
+
+
+def test_a_member_that_gave_up_and_pauses_is_not_ready_without_quoting_its_error():
+    member = SimpleNamespace(status=SequencerStatus(failed="KafkaError{code=_FENCED,val=-144,str=...}"))
+    nothing: Any = None
+    readiness = Readiness(ApiSettings(), nothing, [], member, nothing)  # type: ignore[arg-type]
+    why = readiness._own_member()
+    assert why is not None and "gave up" in why and "Kafka" not in why  # the log has Kafka's words

@@ -1,10 +1,11 @@
 """The member's watch over its sessions: a failed session is replaced, and so at once is a
 session whose transaction stays open too long (a Kafka client call past its own timeout,
 which no thread can interrupt): it is abandoned, its news no longer count, and only when
-too many abandoned sessions are still blocked does the member give up, so the process
-exits and its supervisor restarts it. Sessions here are stand-ins that only open and close
-transactions and report: what is watched is the member's logic, not Kafka (that the next
-session fences a stuck one is tests/integration/sequencer/test_stuck_session.py)."""
+too many abandoned sessions are still blocked does the member give up. A member embedded
+in the API then pauses and starts again, never ending its process. Sessions here are
+stand-ins that only open and close transactions and report: what is watched is the
+member's logic, not Kafka (that the next session fences a stuck one is
+tests/integration/sequencer/test_stuck_session.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from runtime.kafka import KafkaSettings
+from sequencer import member as member_module
 from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
-from sequencer.member import _MAX_STUCK, Sequencer, SequencerFailed
+from sequencer.member import _MAX_STUCK, Sequencer, SequencerFailed, run_in_process
 from sequencer.watch import TransactionTimer
 
 KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix="unit")  # no broker is asked
@@ -42,11 +45,15 @@ class StandIn:
         self.report = report
         self.came_up = True
         self.abandoned = threading.Event()
+        self.released = threading.Event()  # its consumer closed, so it left the group
         self.transaction = TransactionTimer()
         StandIn.started.append(self)
 
     def abandon(self) -> None:
         self.abandoned.set()
+
+    def release(self) -> None:
+        self.released.set()
 
     def run(self) -> None:
         type(self).script(self)
@@ -131,6 +138,8 @@ def test_too_many_sessions_stuck_at_once_make_the_member_give_up() -> None:
     assert "test_member.py" in str(raised)  # it says where the stuck thread is
     assert len(StandIn.started) == _MAX_STUCK + 1
     assert all(session.abandoned.is_set() for session in StandIn.started)
+    # The last one's consumer leaves the group: no successor takes its place for a while.
+    assert [s.released.is_set() for s in StandIn.started] == [False] * _MAX_STUCK + [True]
     assert time.monotonic() - started < 10  # stuck_after_s (0.5 s) each, and short backoffs
 
 
@@ -154,14 +163,52 @@ def test_a_failed_session_is_replaced_by_a_new_one() -> None:
     assert len(StandIn.started) == 2
 
 
-def test_a_dynamic_member_with_a_stuck_session_gives_up_at_once() -> None:
+def test_a_dynamic_member_replaces_a_stuck_session_whose_consumer_leaves_the_group() -> None:
     blocked = threading.Event()  # never set
 
-    def stuck(session: StandIn) -> None:
-        with session.transaction.open():
-            blocked.wait()
+    def first_sticks(session: StandIn) -> None:
+        if len(StandIn.started) == 1:
+            with session.transaction.open():
+                blocked.wait()
+        session.report(session_up=True, assigned=frozenset({1}))
+        session.stopping.wait()
 
-    raised = run_for_at_most(member(stuck, instance_id=None), 5)
+    sequencer = member(first_sticks, instance_id=None)
+    raised = run_for_at_most(sequencer, 2)
 
-    assert isinstance(raised, SequencerFailed)
-    assert len(StandIn.started) == 1  # its successor would be a new member the group waits on
+    assert raised is None
+    assert len(StandIn.started) == 2
+    first, second = StandIn.started
+    # Its successor is a new member of the group: the stuck one's consumer leaves, so the
+    # rebalance does not wait for a consumer that never polls again.
+    assert first.abandoned.is_set() and first.released.is_set()
+    assert not second.released.is_set()
+
+
+def test_an_embedded_member_that_gives_up_pauses_and_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(member_module, "PAUSE_AFTER_FAILURE_S", (0.5, 0.5))
+    blocked = threading.Event()  # never set: client calls that never return
+
+    def stuck_until_the_fifth(session: StandIn) -> None:
+        if len(StandIn.started) <= _MAX_STUCK + 1:
+            with session.transaction.open():
+                blocked.wait()
+        session.report(session_up=True, assigned=frozenset({2}))
+        session.stopping.wait()
+
+    sequencer = member(stuck_until_the_fifth)
+    seen: list[member_module.SequencerStatus] = []
+    thread = threading.Thread(target=run_in_process, args=(sequencer,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while (status := sequencer.status).assigned != {2} and time.monotonic() < deadline:
+        seen.append(status)
+        time.sleep(0.02)
+    sequencer.stop()
+    thread.join(5)
+
+    assert not thread.is_alive(), "run_in_process did not end on stop()"
+    assert status.assigned == {2}  # it started again, and its new session serves
+    failed = [s.failed for s in seen if s.failed]
+    assert failed and "blocked in Kafka client calls" in failed[0]  # readiness can say why
+    assert all(not s.session_up for s in seen if s.failed)
