@@ -13,6 +13,10 @@ class AuditAction(StrEnum):
     DELETE = "postings.delete"
     REDRIVE = "ops.redrive"
     FAULTS = "ops.faults"
+    WEBHOOK_REGISTER = "webhooks.register"
+    WEBHOOK_DELETE = "webhooks.delete"
+    WEBHOOK_ROTATE = "webhooks.rotate"
+    WEBHOOK_REPLAY = "webhooks.replay"
 
 
 @dataclass(frozen=True, slots=True)
