@@ -72,7 +72,7 @@ unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy jobpost schemas runtime sequencer producer_api consumers search_indexer
+	$(BIN)/mypy jobpost schemas runtime sequencer producer_api consumers search_indexer webhooks
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("sequencer", "a sequencer member alone"),
         ("indexer", "the search indexer (consumer group jobpost-search-indexer)"),
         ("reindex", "build a fresh search index from jobpost.postings and switch the alias to it"),
+        ("webhooks", "the webhooks dispatcher: posting and listing events POSTed to employers' endpoints"),
     ):
         commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
     p = commands.add_parser("consumer", help="a delivery consumer for one job board")
@@ -223,6 +224,10 @@ def _component(name: str):  # type: ignore[no-untyped-def]
             from search_indexer.main import run_reindex
 
             run_reindex()
+        elif name == "webhooks":
+            from webhooks.main import run_dispatcher
+
+            run_dispatcher()
         return 0
 
     return run

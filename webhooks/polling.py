@@ -1,0 +1,197 @@
+"""Kafka off the event loop: one thread owns the dispatcher's consumers and polls them.
+
+- the group member over `jobpost.postings` (cooperative-sticky; `posting.accepted` events
+  are derived from it), and
+- one consumer per follower topic (`jobpost.listing-events`, `jobpost.webhook-replays`),
+  each co-partitioned with the postings and assigned by hand the partitions the member
+  owns, committing under a group of its own (`<group>-<topic kind>`), so partition p of
+  every source, and the deliveries waiting on partition p of `jobpost.webhook-pending`,
+  belong to one member. As in the board consumers (`consumers.polling`): the member's
+  assignment is cooperative, so a member joining or leaving moves only what moves.
+
+A newly assigned partition is fetched only once its waiting deliveries are restored: the
+rebalance callback assigns nothing and hands the partitions to the loop, which restores
+them on a worker thread, then asks this thread to start them (`restored`). A revocation
+waits for the loop to drop the partitions' lanes and name the offsets to commit, commits
+them, flushes the producer, and unassigns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+
+from runtime.kafka import GATHERED_FETCH, KafkaSettings, is_record, poll_batch, record_lag
+
+log = logging.getLogger(__name__)
+
+_POLL_S = 0.05
+_REVOKE_WAIT_S = 30.0
+
+Offsets = dict[str, list[TopicPartition]]  # topic -> offsets to commit
+
+
+class Sink(Protocol):
+    """The event loop's side."""
+
+    def take(self, records: dict[str, list[Message]]) -> None: ...
+
+    async def assigned(self, partitions: list[int]) -> None: ...
+
+    async def revoked(self, partitions: list[int]) -> Offsets:
+        """Drop the partitions' work; the offsets to commit, by topic."""
+
+
+class KafkaPolling:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        member: dict[str, Any],
+        member_topic: str,
+        followers: dict[str, str],
+        producer: Producer,
+        sink: Sink,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """`followers`: topic -> the group its offsets are committed under."""
+        self.kafka = kafka
+        self.member_config = member
+        self.member_topic = member_topic
+        self.follower_groups = followers
+        self.producer = producer
+        self.sink = sink
+        self.loop = loop
+        self.failure: BaseException | None = None
+        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._owned: set[int] = set()
+        self._assigned: set[int] = set()
+        self._thread = threading.Thread(target=self._run, name="webhooks-polling", daemon=True)
+        self.consumer: Consumer | None = None
+        self.followers: dict[str, Consumer] = {}
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def commit(self, offsets: Offsets) -> None:
+        """Commit what the loop found finished, for partitions still fetched when it runs."""
+        self._commands.put(lambda: self._commit(self._fetched(offsets)))
+
+    def restored(self, partition: int) -> None:
+        """The partition's waiting deliveries are restored: start reading its records."""
+        self._commands.put(lambda: self._start(partition))
+
+    def _run(self) -> None:
+        try:
+            self.consumer = Consumer(self.member_config)
+            for topic, group in self.follower_groups.items():
+                self.followers[topic] = Consumer(self.kafka.consumer_config(group, **GATHERED_FETCH))
+            self.consumer.subscribe(
+                [self.member_topic],
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            while not self._stopping.is_set():
+                self._serve_commands()
+                batch: dict[str, list[Message]] = {}
+                own = [m for m in poll_batch(self.consumer, 500, _POLL_S) if is_record(m)]
+                if own:
+                    batch[self.member_topic] = own
+                for topic, follower in self.followers.items() if self._assigned else ():
+                    found = [m for m in poll_batch(follower, 500, 0) if is_record(m)]
+                    if found:
+                        batch[topic] = found
+                if batch:
+                    self.loop.call_soon_threadsafe(self.sink.take, batch)
+        except BaseException as exc:
+            log.exception("the webhooks' Kafka polling thread failed")
+            self.failure = exc
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        self._serve_commands()
+        try:
+            if self.consumer is not None:
+                self.consumer.close()  # leaves the group: the revocation commits what is finished
+        except (KafkaException, RuntimeError) as exc:
+            log.warning("closing the consumer: %s", exc)
+        for follower in self.followers.values():
+            follower.close()
+
+    def _serve_commands(self) -> None:
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            command()
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.incremental_assign([])  # none yet: each once its deliveries are restored
+        numbers = sorted(tp.partition for tp in partitions)
+        self._owned |= set(numbers)
+        log.info("assigned partitions %s: restoring their waiting deliveries", numbers)
+        asyncio.run_coroutine_threadsafe(self.sink.assigned(numbers), self.loop)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._give_up(consumer, partitions, commit=True)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._give_up(consumer, partitions, commit=False)
+
+    def _give_up(self, consumer: Consumer, partitions: list[TopicPartition], *, commit: bool) -> None:
+        numbers = sorted(tp.partition for tp in partitions)
+        try:
+            offsets = asyncio.run_coroutine_threadsafe(self.sink.revoked(numbers), self.loop).result(
+                _REVOKE_WAIT_S
+            )
+        except Exception as exc:  # noqa: BLE001 - the loop is gone or stuck: commit nothing
+            log.warning("partitions %s given up without committing: %s", numbers, exc)
+            offsets = {}
+        if commit:
+            self._commit(offsets)
+        self.producer.flush(10)  # what the lanes wrote lands before the next owner restores
+        fetched = [p for p in numbers if p in self._assigned]
+        self._assigned -= set(numbers)
+        self._owned -= set(numbers)
+        consumer.incremental_unassign([TopicPartition(self.member_topic, p) for p in fetched])
+        for topic, follower in self.followers.items() if fetched else ():
+            follower.incremental_unassign([TopicPartition(topic, p) for p in fetched])
+
+    def _start(self, partition: int) -> None:
+        if self.consumer is None or partition in self._assigned or partition not in self._owned:
+            return  # stopping, started already, or revoked while it was being restored
+        self._assigned.add(partition)
+        self.consumer.incremental_assign([TopicPartition(self.member_topic, partition)])
+        for topic, follower in self.followers.items():
+            follower.incremental_assign([TopicPartition(topic, partition)])
+
+    def _fetched(self, offsets: Offsets) -> Offsets:
+        return {topic: [tp for tp in tps if tp.partition in self._assigned] for topic, tps in offsets.items()}
+
+    def _commit(self, offsets: Offsets) -> None:
+        for topic, tps in offsets.items():
+            consumer = self.consumer if topic == self.member_topic else self.followers.get(topic)
+            if consumer is None or not tps:
+                continue
+            try:
+                consumer.commit(offsets=tps, asynchronous=False)
+            except KafkaException as exc:
+                log.warning("commit failed (will retry): %s", exc)
+                continue
+            if consumer is self.consumer:
+                record_lag(consumer, self.member_config["group.id"], tps)
