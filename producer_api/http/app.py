@@ -26,13 +26,14 @@ from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
 from producer_api.http.problems import Problem
-from producer_api.http.routes import batch, health, operations, postings, snapshot
+from producer_api.http.routes import batch, health, operations, postings, snapshot, webhooks
 from producer_api.operations import Operations
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingError, PostingService, Unavailable
+from producer_api.webhooks import open_webhooks
 from runtime import write_stages
 from runtime.snapshots import fetch, has_state
 from schemas.topics import BOARDS
@@ -88,6 +89,7 @@ def create_app(
         )
         app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
+        app.state.webhooks = open_webhooks(settings, audit)
         try:
             yield
         finally:
@@ -102,6 +104,7 @@ def create_app(
             for index in letters.values():
                 index.close()
             app.state.operations.close()
+            app.state.webhooks.close()
             commands.close()
             search.close()
             searches.close()
@@ -143,6 +146,7 @@ def create_app(
     app.include_router(batch.router)
     app.include_router(operations.router)
     app.include_router(snapshot.router)
+    app.include_router(webhooks.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
     if settings.docs:
         docs.install(app)
