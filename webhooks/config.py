@@ -41,13 +41,6 @@ class DispatcherSettings(BaseSettings):
     max_in_flight_per_endpoint: int = Field(
         default=8, ge=1, description="requests in flight at once to one endpoint (one per posting)"
     )
-    order_window_s: float = Field(
-        default=0.5,
-        ge=0,
-        description="an event is first sent this long after it was read at the earliest, so an event of "
-        "the other source (jobpost.postings, jobpost.listing-events) read a little later but earlier in "
-        "time goes first",
-    )
     ca_bundle: Path | None = Field(default=None, description="PEM of the CAs endpoints are verified with")
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon a dead member's share moves"

@@ -9,8 +9,10 @@ past finished records, so a restart loses nothing: what was read but not queued 
 again, what was queued is restored from `jobpost.webhook-pending` (`webhooks.pending`), and
 what was delivered since its source was last committed is recognised and not sent again.
 
-A partition's records are queued by one task at a time, in the order they were read, so a
-posting's events reach its lanes in order. A replay request (`jobpost.webhook-replays`)
+A partition's records are queued by one task at a time, in the order they were read, a batch
+once both sources are read as of its newest record's reading (`KafkaPolling.caught_up`), so
+the events of a posting from the two sources reach its lanes together and in order (a lane
+orders each source by offset and the two by the events' times). A replay request (`jobpost.webhook-replays`)
 reads the partition's sources from a time on a worker thread and queues the endpoint's
 events it finds, beside the live ones.
 """
@@ -36,7 +38,7 @@ from schemas import codec
 from schemas.listing_events import ListingEvent
 from schemas.topics import Topics
 from schemas.webhooks import WebhookDelivery, WebhookEndpoint, delivery_key
-from webhooks import events, pending, replays
+from webhooks import events, metrics, pending, replays
 from webhooks.clock import Clock, SystemClock
 from webhooks.config import DispatcherSettings
 from webhooks.endpoints import EndpointRegistry
@@ -78,7 +80,6 @@ class Dispatcher:
             clock=self.clock,
             max_in_flight=settings.max_in_flight,
             max_in_flight_per_endpoint=settings.max_in_flight_per_endpoint,
-            order_window_s=settings.order_window_s,
         )
         self.sources = {
             self.topics.postings: events.POSTINGS,
@@ -109,8 +110,9 @@ class Dispatcher:
             self.topics.listing_events: f"{self.settings.group}-events",
             self.topics.webhook_replays: f"{self.settings.group}-replays",
         }
+        ordered = (self.topics.postings, self.topics.listing_events)
         self.polling = KafkaPolling(
-            self.kafka, member, self.topics.postings, followers, self.producer, self, self.loop
+            self.kafka, member, self.topics.postings, followers, self.producer, self, self.loop, ordered
         )
         reports = _ProducerPolling(self.producer)
         reports.start()
@@ -137,8 +139,7 @@ class Dispatcher:
 
     # The polling thread's sink (called on the event loop).
 
-    def take(self, batch: dict[str, list[Message]]) -> None:
-        read_at = time.monotonic()
+    def take(self, batch: dict[str, list[Message]], read_at: float) -> None:
         for topic, messages in batch.items():
             for message in messages:
                 _, partition, offset = coordinates(message)
@@ -211,14 +212,25 @@ class Dispatcher:
         self.scheduler.add(Queued(delivery, event, partition))
 
     async def _queue_partition(self, partition: int, generation: int) -> None:
-        """Queue the partition's records as they arrive, one batch at a time, in order."""
+        """Queue the partition's records as they arrive, a batch at a time, in order. A batch is
+        what was read once both sources are read as of its newest record's reading: an event
+        of one source that happened before one of the batch, but was read a little later from
+        the other, is in the same batch, and its lane puts it first."""
+        assert self.polling is not None
         arrived = self.arrived[partition]
         while self.generation.get(partition) == generation:
             await arrived.wait()
             arrived.clear()
-            batch = self.inbox.pop(partition, [])
-            if batch:
-                await self._queue_batch(partition, generation, batch)
+            inbox = self.inbox.get(partition)
+            if not inbox:
+                continue
+            as_of = await self.polling.caught_up(partition, inbox[-1][2])
+            inbox = self.inbox.get(partition, [])
+            ready = next((i for i, (_, _, read_at) in enumerate(inbox) if read_at > as_of), len(inbox))
+            batch, self.inbox[partition] = inbox[:ready], inbox[ready:]
+            if self.inbox[partition]:
+                arrived.set()
+            await self._queue_batch(partition, generation, batch)
 
     async def _queue_batch(self, partition: int, generation: int, batch: list[Read]) -> None:
         await self.registry.wait_caught_up(max(read_at for _, _, read_at in batch))
@@ -248,6 +260,7 @@ class Dispatcher:
             return  # given up meanwhile: the next owner restores what was written
         for q in queued:
             self.scheduler.add(q)
+            metrics.QUEUE_LAG.observe(max(0.0, (now - q.event.at) / 1000))
         for topic, message, _ in batch:
             self._finish(topic, partition, coordinates(message)[2])
 

@@ -101,7 +101,11 @@ class EndpointRegistry:
             await asyncio.sleep(0.01)
 
     def _run(self) -> None:
-        consumer = Consumer(self.kafka.consumer_config(f"webhook-endpoints-{uuid.uuid4().hex}"))
+        name = f"webhook-endpoints-{uuid.uuid4().hex}"
+        consumer = Consumer(self.kafka.consumer_config(name, **{"fetch.wait.max.ms": 50}))
+        # Ends are asked of a consumer of its own: a broker answers a connection's requests in
+        # turn, so one asked of the reading consumer waits behind its fetch.
+        probe = Consumer(self.kafka.consumer_config(f"{name}-probe"))
         try:
             partitions = sorted(consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
@@ -109,7 +113,7 @@ class EndpointRegistry:
             while not self._stopping.is_set():
                 if time.monotonic() - asked_at >= self.check_s:
                     asked_at = time.monotonic()
-                    ends = {p: self._end(consumer, p) for p in partitions}
+                    ends = {p: self._end(probe, p) for p in partitions}
                 for message in poll_batch(consumer, 500, 0.02):
                     if is_record(message):
                         self._take(message)
@@ -120,6 +124,7 @@ class EndpointRegistry:
             self.failure = exc
         finally:
             consumer.close()
+            probe.close()
 
     def _take(self, message: Message) -> None:
         try:

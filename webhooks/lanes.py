@@ -118,7 +118,6 @@ class DeliveryScheduler:
         clock: Clock | None = None,
         max_in_flight: int = 256,
         max_in_flight_per_endpoint: int = 8,
-        order_window_s: float = 0.0,
     ) -> None:
         self.endpoints = endpoints
         self.sender = sender
@@ -126,7 +125,6 @@ class DeliveryScheduler:
         self.schedule = schedule
         self.clock = clock or SystemClock()
         self.per_endpoint = max_in_flight_per_endpoint
-        self.order_window_ms = round(order_window_s * 1000)
         self.lanes: dict[tuple[str, str], _Lane] = {}
         self._queued: set[str] = set()  # keys of every delivery in a lane
         self._slots = asyncio.Semaphore(max_in_flight)
@@ -216,7 +214,7 @@ class DeliveryScheduler:
                 head, f"the endpoint is disabled: {endpoint.disabled_reason or '410 Gone'}"
             )
             return True
-        due_s = (self._due(lane, head) - self.clock.now_ms()) / 1000
+        due_s = (head.delivery.next_attempt_at - self.clock.now_ms()) / 1000
         if due_s > 0:
             lane.wake.clear()
             await self.clock.sleep(due_s, lane.wake)
@@ -225,16 +223,6 @@ class DeliveryScheduler:
         async with self._slot(endpoint.id):
             attempt = await self.sender.send(endpoint, head)
         return await self._settle(lane, endpoint, head, attempt)
-
-    def _due(self, lane: _Lane, head: Queued) -> int:
-        """When the head may be sent: its next attempt; a first attempt also not before the
-        order window after it was queued, so an event of the other source that happened
-        earlier but was read a little later still goes first. Counted from its queueing, not
-        its time: events read from a backlog (a member catching up) are old, and their two
-        sources are read side by side, not at once."""
-        if lane.started or head.delivery.attempts or not self.order_window_ms:
-            return head.delivery.next_attempt_at
-        return max(head.delivery.next_attempt_at, head.delivery.created_at + self.order_window_ms)
 
     async def _settle(self, lane: _Lane, endpoint: WebhookEndpoint, head: Queued, attempt: Attempt) -> bool:
         now = self.clock.now_ms()

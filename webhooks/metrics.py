@@ -23,3 +23,8 @@ EVENT_LAG = Histogram(
 DISABLED = Counter(
     "jobpost_webhook_endpoints_disabled_total", "Endpoints disabled because they answered 410 Gone"
 )
+QUEUE_LAG = Histogram(
+    "jobpost_webhook_queue_lag_seconds",
+    "From an event's time to its deliveries being queued (how far behind the dispatcher reads)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
+)

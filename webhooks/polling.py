@@ -9,6 +9,12 @@
   belong to one member. As in the board consumers (`consumers.polling`): the member's
   assignment is cooperative, so a member joining or leaving moves only what moves.
 
+The two sources of a posting's events are read side by side, not at once, so the loop can
+ask (`caught_up`) for a moment as of which both are read: each partition's end is asked of
+the broker and compared with how far its records (and end-of-partition events, which pass
+transaction markers) were handed over; what was committed before that moment is then in the
+loop's hands, handed over before the answer.
+
 A newly assigned partition is fetched only once its waiting deliveries are restored: the
 rebalance callback assigns nothing and hands the partitions to the loop, which restores
 them on a worker thread, then asks this thread to start them (`restored`). A revocation
@@ -22,12 +28,21 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from runtime.kafka import GATHERED_FETCH, KafkaSettings, is_record, poll_batch, record_lag
+from runtime.kafka import (
+    GATHERED_FETCH,
+    KafkaSettings,
+    coordinates,
+    end_offset,
+    is_record,
+    poll_batch,
+    record_lag,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +55,8 @@ Offsets = dict[str, list[TopicPartition]]  # topic -> offsets to commit
 class Sink(Protocol):
     """The event loop's side."""
 
-    def take(self, records: dict[str, list[Message]]) -> None: ...
+    def take(self, records: dict[str, list[Message]], read_at: float) -> None:
+        """Records read from Kafka, handed over at `read_at` (monotonic)."""
 
     async def assigned(self, partitions: list[int]) -> None: ...
 
@@ -58,8 +74,10 @@ class KafkaPolling:
         producer: Producer,
         sink: Sink,
         loop: asyncio.AbstractEventLoop,
+        ordered: tuple[str, ...] = (),
     ) -> None:
-        """`followers`: topic -> the group its offsets are committed under."""
+        """`followers`: topic -> the group its offsets are committed under. `ordered`: the
+        topics (the member's, followers) whose reading `caught_up` waits for."""
         self.kafka = kafka
         self.member_config = member
         self.member_topic = member_topic
@@ -72,9 +90,15 @@ class KafkaPolling:
         self._stopping = threading.Event()
         self._owned: set[int] = set()
         self._assigned: set[int] = set()
+        self.ordered = ordered
+        self._read_to: dict[tuple[str, int], int] = {}  # (topic, partition) -> the next offset to read
+        self._barriers: dict[int, list[tuple[float, asyncio.Future[float]]]] = {}
         self._thread = threading.Thread(target=self._run, name="webhooks-polling", daemon=True)
         self.consumer: Consumer | None = None
         self.followers: dict[str, Consumer] = {}
+        # Ends are asked of a consumer of its own: a broker answers a connection's requests in
+        # turn, so one asked of a reading consumer waits behind its fetch (up to its wait).
+        self.probe: Consumer | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -89,15 +113,26 @@ class KafkaPolling:
         """Commit what the loop found finished, for partitions still fetched when it runs."""
         self._commands.put(lambda: self._commit(self._fetched(offsets)))
 
+    def caught_up(self, partition: int, read_at: float) -> asyncio.Future[float]:
+        """A future of the loop, resolved with a moment (monotonic) at or after `read_at` as of
+        which every record of the partition's `ordered` topics committed before it has been
+        read and handed to the loop (before the future resolves)."""
+        future: asyncio.Future[float] = self.loop.create_future()
+        self._commands.put(lambda: self._barriers.setdefault(partition, []).append((read_at, future)))
+        return future
+
     def restored(self, partition: int) -> None:
         """The partition's waiting deliveries are restored: start reading its records."""
         self._commands.put(lambda: self._start(partition))
 
     def _run(self) -> None:
         try:
-            self.consumer = Consumer(self.member_config)
+            self.consumer = Consumer({**self.member_config, "enable.partition.eof": True})
+            self.probe = Consumer(self.kafka.consumer_config(f"{self.member_config['group.id']}-probe"))
             for topic, group in self.follower_groups.items():
-                self.followers[topic] = Consumer(self.kafka.consumer_config(group, **GATHERED_FETCH))
+                self.followers[topic] = Consumer(
+                    self.kafka.consumer_config(group, **GATHERED_FETCH, **{"enable.partition.eof": True})
+                )
             self.consumer.subscribe(
                 [self.member_topic],
                 on_assign=self._on_assign,
@@ -107,20 +142,62 @@ class KafkaPolling:
             while not self._stopping.is_set():
                 self._serve_commands()
                 batch: dict[str, list[Message]] = {}
-                own = [m for m in poll_batch(self.consumer, 500, _POLL_S) if is_record(m)]
+                own = self._records(poll_batch(self.consumer, 500, _POLL_S))
                 if own:
                     batch[self.member_topic] = own
                 for topic, follower in self.followers.items() if self._assigned else ():
-                    found = [m for m in poll_batch(follower, 500, 0) if is_record(m)]
+                    found = self._records(poll_batch(follower, 500, 0))
                     if found:
                         batch[topic] = found
                 if batch:
-                    self.loop.call_soon_threadsafe(self.sink.take, batch)
+                    self.loop.call_soon_threadsafe(self.sink.take, batch, time.monotonic())
+                if self._barriers:
+                    self._check_barriers()
         except BaseException as exc:
             log.exception("the webhooks' Kafka polling thread failed")
             self.failure = exc
         finally:
             self._close()
+
+    def _records(self, messages: list[Message]) -> list[Message]:
+        """The records among `messages`, noting how far each partition has been read (an
+        end-of-partition event says so past transaction markers too)."""
+        found = []
+        for message in messages:
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                topic, partition, offset = coordinates(message)
+                self._read_to[(topic, partition)] = max(offset, self._read_to.get((topic, partition), 0))
+            elif is_record(message):
+                topic, partition, offset = coordinates(message)
+                self._read_to[(topic, partition)] = offset + 1
+                found.append(message)
+        return found
+
+    def _check_barriers(self) -> None:
+        """Resolve the waits of partitions whose `ordered` topics are read to where they
+        ended when asked (each partition's end asked of the broker, not cached)."""
+        for partition, waiting in list(self._barriers.items()):
+            if partition not in self._assigned:
+                del self._barriers[partition]
+                for _, future in waiting:
+                    self.loop.call_soon_threadsafe(future.cancel)
+                continue
+            asked = time.monotonic()
+            if not all(
+                self._read_to.get((t, partition), -1) >= self._end(t, partition) for t in self.ordered
+            ):
+                continue
+            due = [future for read_at, future in waiting if read_at <= asked]
+            self._barriers[partition] = [(r, f) for r, f in waiting if r > asked]
+            if not self._barriers[partition]:
+                del self._barriers[partition]
+            for future in due:
+                self.loop.call_soon_threadsafe(_settle, future, asked)
+
+    def _end(self, topic: str, partition: int) -> int:
+        assert self.probe is not None
+        return end_offset(self.probe, topic, partition, timeout=5)
 
     def _close(self) -> None:
         self._serve_commands()
@@ -131,6 +208,8 @@ class KafkaPolling:
             log.warning("closing the consumer: %s", exc)
         for follower in self.followers.values():
             follower.close()
+        if self.probe is not None:
+            self.probe.close()
 
     def _serve_commands(self) -> None:
         while True:
@@ -166,6 +245,8 @@ class KafkaPolling:
             self._commit(offsets)
         self.producer.flush(10)  # what the lanes wrote lands before the next owner restores
         fetched = [p for p in numbers if p in self._assigned]
+        for key in [k for k in self._read_to if k[1] in numbers]:
+            del self._read_to[key]
         self._assigned -= set(numbers)
         self._owned -= set(numbers)
         consumer.incremental_unassign([TopicPartition(self.member_topic, p) for p in fetched])
@@ -195,3 +276,8 @@ class KafkaPolling:
                 continue
             if consumer is self.consumer:
                 record_lag(consumer, self.member_config["group.id"], tps)
+
+
+def _settle(future: asyncio.Future[float], value: float) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -37,6 +37,7 @@ class WebhookIn(BaseModel):
     url: str = Field(
         min_length=1,
         max_length=2000,
+        pattern=r"^https?://[^\s]+$",
         description="where events are POSTed: https (plain http to this machine only where the API "
         "allows it, for development)",
     )

@@ -218,20 +218,3 @@ def test_partitions_given_up_forget_their_lanes():
         assert not h.scheduler.queued(queued("a", event("p1", 0, START), offset=0).key)
 
     scenario(body)
-
-
-def test_an_event_waits_the_order_window_for_an_earlier_one_of_the_other_source_read_later():
-    async def body(h: Harness):
-        live = event("p1", 0, START - 5000)  # old: read from a backlog
-        accepted = event("p1", 0, START - 5100, kind="posting.accepted")
-        h.scheduler.add(queued("a", live, offset=0))  # read first, though it happened later
-        await h.clock.advance(200)
-        assert h.sender.sent == []
-        h.scheduler.add(queued("a", accepted, offset=0, source="postings", created_at=h.clock.now))
-        await h.clock.run(lambda: len(h.outcomes.done) == 2)
-        assert [(t - START, kind) for t, _, _, _, kind in h.sender.sent] == [
-            (700, "posting.accepted"),  # the window after it was queued
-            (710, "listing.live"),
-        ]
-
-    scenario(body, order_window_s=0.5)  # type: ignore[arg-type]
