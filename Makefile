@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCKED := $(VENV)/.locked
 
-.PHONY: run test unit lint format lock audit bench chaos stack-start stack-stop clean python-check
+.PHONY: run test unit lint format lock audit sbom bench chaos stack-start stack-stop clean python-check
 
 # Every package at the version and hash the lock names (requirements-dev.txt: the runtime's
 # requirements.txt plus the dev extra), then the project itself without its dependencies, so
@@ -35,8 +35,11 @@ $(LOCKED): $(DEV_LOCK) | python-check
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
 	touch $(LOCKED)
 
-$(STAMP): $(LOCKED) pyproject.toml
+# The product, then its development tools beside it (dev/: `jobpost run`, `stack`, `doctor`,
+# `chaos`, `sandbox`), both editable.
+$(STAMP): $(LOCKED) pyproject.toml dev/pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e dev
 	@$(BIN)/pip check || { echo "the lock does not hold what pyproject.toml asks for: run make lock" >&2; exit 1; }
 	touch $(STAMP)
 
@@ -47,13 +50,42 @@ lock: $(LOCKED)
 	printf "$(BUILD)\n" | $(COMPILE) -o $(LOCK)
 	printf "$(BUILD)\n" | $(COMPILE) --extra dev -c $(LOCK) -o $(DEV_LOCK)
 
-# Known vulnerabilities of every locked package, from PyPI's advisory data (its JSON API,
-# pypi.org/pypi/<name>/<version>/json) through pip-audit. --strict: a package that could not
-# be checked fails the audit instead of passing unseen.
+# Known vulnerabilities of every locked package, through pip-audit, from PyPI's advisory data
+# (its JSON API, pypi.org/pypi/<name>/<version>/json) or with AUDIT_SERVICE=osv from OSV
+# (api.osv.dev, or AUDIT_OSV_URL: a mirror of its API). One locked package is asked first, as pip-audit will ask each: a source that
+# does not answer (no network, a mirror that serves only the package index) is said so, exit
+# 2, never reported as a pass or as a vulnerability. --strict: a package that could not be
+# checked fails the audit (exit 1) instead of passing unseen.
+AUDIT_SERVICE ?= pypi
+AUDIT_OSV_URL ?= https://api.osv.dev/v1/query
+PIP_LOCKED = $(shell awk -F'==| ' '/^pip==/ {print $$2; exit}' $(LOCK))
+PROBE_pypi = https://pypi.org/pypi/pip/$(PIP_LOCKED)/json
+PROBE_osv = $(AUDIT_OSV_URL)
+QUERY_osv = {"package": {"name": "pip", "ecosystem": "PyPI"}, "version": "$(PIP_LOCKED)"}
+ASK = import json, sys, urllib.request as r; \
+	json.load(r.urlopen(r.Request(sys.argv[1], sys.argv[2].encode() or None, \
+	{"Content-Type": "application/json"}), timeout=20))
 audit: $(STAMP)
-	@$(BIN)/pip-audit --strict --disable-pip --require-hashes --desc on -r $(LOCK) -r $(DEV_LOCK) \
-	  || { echo "make audit: FAILED - a known vulnerability above, or a package PyPI gave no advisory data for" \
-	       "(its JSON API unreachable?): nothing is reported clean that was not checked" >&2; exit 1; }
+	@$(BIN)/python -c '$(ASK)' '$(PROBE_$(AUDIT_SERVICE))' '$(QUERY_$(AUDIT_SERVICE))' 2>/tmp/jobpost-audit-probe.$$$$ || { \
+	  echo "make audit: NOT RUN - the advisory database ($(AUDIT_SERVICE)) did not answer for pip $(PIP_LOCKED):" \
+	       "$$(tail -n 1 /tmp/jobpost-audit-probe.$$$$). Nothing was checked; run it where" \
+	       "$(PROBE_$(AUDIT_SERVICE)) answers (AUDIT_SERVICE=pypi or osv)" >&2; \
+	  rm -f /tmp/jobpost-audit-probe.$$$$; exit 2; }
+	@rm -f /tmp/jobpost-audit-probe.$$$$
+	@$(BIN)/pip-audit --strict --disable-pip --require-hashes --desc on --vulnerability-service $(AUDIT_SERVICE) \
+	  $(if $(filter osv,$(AUDIT_SERVICE)),--osv-url $(AUDIT_OSV_URL)) -r $(LOCK) -r $(DEV_LOCK) \
+	  || { echo "make audit: FAILED - a known vulnerability above, or a package $(AUDIT_SERVICE) had no" \
+	       "advisory data for: nothing is reported clean that was not checked" >&2; exit 1; }
+
+# A CycloneDX (JSON) bill of materials of the locked runtime packages, what the image installs:
+# each with its version, purl and the lock's hashes, read from the lock alone (no network).
+SBOM ?= dist/sbom.cdx.json
+sbom: $(STAMP)
+	@mkdir -p $(dir $(SBOM))
+	@PYTHONWARNINGS=ignore::UserWarning $(BIN)/cyclonedx-py requirements $(LOCK) --pyproject pyproject.toml \
+	  --mc-type application --output-reproducible --of JSON -o $(SBOM)
+	@echo "$(SBOM): CycloneDX $$($(BIN)/python -c 'import json, sys; d = json.load(open(sys.argv[1])); \
+	  print(d["specVersion"], "-", len(d["components"]), "packages of $(LOCK)")' $(SBOM))"
 
 run: $(STAMP)
 	$(BIN)/jobpost run
@@ -72,7 +104,7 @@ unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy jobpost schemas runtime sequencer producer_api consumers search_indexer webhooks
+	$(BIN)/mypy jobpost schemas runtime listing sequencer producer_api consumers search_indexer webhooks dev/jobpost_dev
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -26,11 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 from pydantic import SecretStr
 
+from consumers.board_tokens import StaticToken
 from consumers.boards.base import Delivered, ElementOutcome, TaskOutcome
-from consumers.boards.tokens import StaticToken
 from consumers.config import ConsumerSettings
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
@@ -38,13 +37,15 @@ from consumers.destination.shared import SharedDestination
 from consumers.runner import DeliveryRunner
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.stores import REBUILDS, RESTORED, PartitionStore, StateSettings, Stores, source_identity
 from runtime.topics import ensure_topics
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryStatus, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests import postings
 
 STATES, TAIL, OLD_POSTINGS, PARTITIONS = 1_000_000, 10_000, 1_000, 6
 
@@ -68,7 +69,7 @@ def fill(kafka: KafkaSettings, state_dir: Path) -> None:
     for store, puts in zip(opened, pending, strict=True):
         store.write(puts, checkpoint=0)
         store.close()
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for n in range(TAIL):  # written after the checkpoints (0): the tail a restart reads
         posting_id = f"tail-{n}"
         state = delivery_state(
@@ -82,7 +83,14 @@ def fill(kafka: KafkaSettings, state_dir: Path) -> None:
 def write_postings(kafka: KafkaSettings, producer: Producer, posting_ids: list[str]) -> None:
     for posting_id in posting_ids:
         update = PostingUpdate(
-            posting_id, 0, Op.CREATED, f"{posting_id}:0", uuid.uuid4().hex, Posting("Bench", "x", ""), 0, 0
+            posting_id,
+            0,
+            Op.CREATED,
+            f"{posting_id}:0",
+            uuid.uuid4().hex,
+            postings.posting(0, title="Bench"),
+            0,
+            0,
         )
         value = codec.posting_updates().encode(update)
         producer.produce(Topics(kafka.topic_prefix).postings, key=posting_id, value=value)
@@ -153,16 +161,24 @@ def restart(bootstrap: str, prefix: str, state_dir: str, new_posting: str) -> No
     elapsed = asyncio.run(main())
     read = sum(s.value for m in RESTORED.collect() for s in m.samples if s.name.endswith("_total"))
     rebuilt = sum(s.value for m in REBUILDS.collect() for s in m.samples if s.name.endswith("_total"))
-    print(json.dumps({
-        "first_delivery_s": round(elapsed, 2), "restored_records": read, "rebuilt_stores": rebuilt,
-        "board_calls": board.calls, "rss_before_mib": round(before), "rss_peak_mib": round(rss_mib("VmHWM")),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "first_delivery_s": round(elapsed, 2),
+                "restored_records": read,
+                "rebuilt_stores": rebuilt,
+                "board_calls": board.calls,
+                "rss_before_mib": round(before),
+                "rss_peak_mib": round(rss_mib("VmHWM")),
+            }
+        )
+    )
 
 
 def run_restart(kafka: KafkaSettings, state_dir: Path) -> dict[str, float]:
     """A posting nobody delivered yet, then a runner in a fresh process until it is delivered."""
     new_posting = f"new-{uuid.uuid4().hex[:8]}"
-    write_postings(kafka, Producer(kafka.producer_config()), [new_posting])
+    write_postings(kafka, KafkaClients(kafka).producer(), [new_posting])
     command = [sys.executable, "-m", "bench.board_restart", "restart"]
     command += [kafka.bootstrap_servers, kafka.topic_prefix, str(state_dir), new_posting]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
@@ -193,7 +209,7 @@ def main() -> None:
             spec.name
             for spec in Topics(kafka.topic_prefix).specs(kafka.partitions, kafka.min_insync_replicas)
         ]
-        AdminClient(kafka.client_config()).delete_topics(names)  # the shared broker stays small
+        KafkaClients(kafka).admin().delete_topics(names)  # the shared broker stays small
 
 
 if __name__ == "__main__":

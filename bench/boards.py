@@ -21,14 +21,15 @@ import time
 import uuid
 
 import httpx
-from confluent_kafka import Producer
 
 from bench.common import delete_prefix, local_kafka, percentiles
-from jobpost.processes import Process, free_port, kafka_env, wait_until
+from jobpost_dev.processes import Process, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 
 BUDGET, WINDOWS, POSTINGS, VERSIONS = 600, 3, 600, 4
 BOARDS = ("linkedin", "indeed")
@@ -37,7 +38,7 @@ BOARDS = ("linkedin", "indeed")
 class Writer:
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = Topics(kafka.topic_prefix).postings
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
         self.next: dict[str, int] = {}
         self.written_at: dict[tuple[str, int], int] = {}
 
@@ -47,9 +48,15 @@ class Writer:
             self.next[posting_id] = version + 1
             now = time.time_ns() // 1_000_000
             update = PostingUpdate(
-                posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-                uuid.uuid4().hex, Posting(f"Bench {posting_id}", "x" * 200), now, now,
-            )  # fmt: skip
+                posting_id,
+                version,
+                Op.CREATED if version == 0 else Op.UPDATED,
+                f"{posting_id}:{version}",
+                uuid.uuid4().hex,
+                postings.posting(len(posting_id), title=f"Bench {posting_id}"),
+                now,
+                now,
+            )
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.written_at[(posting_id, version)] = now
             self.producer.poll(0)

@@ -21,13 +21,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench import profile, stages
 from bench.system import System, cpu_seconds, running_system, thread_cpu
+from tests import postings
 
 POSTINGS, PER_BATCH, IN_FLIGHT = 10_000, 100, 4
 BOARDS = ("linkedin", "indeed")
 TARGET_S = 10.0
 SAMPLED_S = 8
 AT_REST_S = 5
-DESCRIPTION = "Build and run streaming pipelines on Kafka; Python, Avro, Elasticsearch. " * 10
 
 
 def batches(run: str) -> list[bytes]:
@@ -36,7 +36,7 @@ def batches(run: str) -> list[bytes]:
         {
             "op": "create",
             "idempotency_key": f"{run}-{n}",
-            "posting": {"title": f"Data Engineer {n}", "description": DESCRIPTION, "location": "Remote"},
+            "posting": postings.body(n, title=f"{postings.posting(n).title} {n}"),
         }
         for n in range(POSTINGS)
     ]

@@ -9,10 +9,10 @@ import time
 import uuid
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
-from jobpost import stack
+from jobpost_dev import stack
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.topics import delete_topics, ensure_topics
 
 
@@ -39,7 +39,7 @@ def delete_prefix(kafka: KafkaSettings, wait_s: float = 60.0) -> None:
     """The run's topics and consumer groups, so the disk does not fill up. A group keeps a
     killed member until its session times out: deleting it is tried again until then."""
     delete_topics(kafka)
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     prefix = kafka.topic_prefix
     deadline = time.monotonic() + wait_s
     while groups := [

@@ -13,35 +13,41 @@ import uuid
 
 import aiohttp
 import httpx
-from confluent_kafka import Consumer, Producer
 
 from bench.common import local_kafka, percentiles
+from consumers.board_tokens import token_source
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import token_source
 from consumers.config import ConsumerSettings
-from consumers.delivery import DELIVERIES
 from consumers.main import client_session, destination_for
+from consumers.outcomes import DELIVERIES
 from consumers.runner import DeliveryRunner
-from jobpost import stack
-from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
-from schemas.model import Destination, Op, Posting, PostingUpdate
+from schemas.model import Destination, Op, PostingUpdate
+from tests import postings
 
 LATENCY_MS = 50
 POSTINGS, VERSIONS = 1000, 4
 
 
 def write_updates(kafka: KafkaSettings) -> int:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for n in range(POSTINGS):
         posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
         for version in range(VERSIONS):
             update = PostingUpdate(
-                posting_id=posting_id, version=version, op=Op.CREATED if version == 0 else Op.UPDATED,
-                idempotency_key=f"{posting_id}:{version}", request_id=uuid.uuid4().hex,
-                posting=Posting("Bench", "x" * 200), last_update_time_millis=0, accepted_at=0,
-            )  # fmt: skip
+                posting_id=posting_id,
+                version=version,
+                op=Op.CREATED if version == 0 else Op.UPDATED,
+                idempotency_key=f"{posting_id}:{version}",
+                request_id=uuid.uuid4().hex,
+                posting=postings.posting(0, title="Bench"),
+                last_update_time_millis=0,
+                accepted_at=0,
+            )
             producer.produce(
                 f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
             )
@@ -78,7 +84,7 @@ async def runner_rate(kafka: KafkaSettings, sandbox: str, total: int) -> float:
 
 async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
     """poll one record, call the board, commit; repeat."""
-    consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-plain"))
+    consumer = KafkaClients(kafka).member(f"{kafka.topic_prefix}-plain")
     consumer.subscribe([f"{kafka.topic_prefix}.postings"])
     settings = ConsumerSettings(kafka=kafka, linkedin=LinkedInSettings(base_url=f"{sandbox}/linkedin"))
     async with aiohttp.ClientSession() as client:
@@ -105,9 +111,7 @@ def end_to_end(kafka: KafkaSettings, sandbox: str, env: dict[str, str], writes: 
         ids = []
         with httpx.Client(headers=api.headers, timeout=30) as http:
             for n in range(writes):
-                ids.append(
-                    http.post(f"{api.url}/postings", json={"title": f"E2E {n}", "description": ""}).json()
-                )
+                ids.append(http.post(f"{api.url}/postings", json=postings.body(n, title=f"E2E {n}")).json())
                 time.sleep(0.02)
         latencies = []
         for posting in ids:

@@ -20,14 +20,16 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from bench.common import delete_prefix, local_kafka, percentiles
 from bench.system import SERVERS, cpu_seconds, java_pids
-from jobpost.processes import wait_until
+from jobpost_dev.processes import wait_until
 from runtime.kafka import KafkaSettings, poll_batch
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Topics
 from sequencer.config import SequencerSettings
+from sequencer.session import member_clients
 
 RATE = 100.0
 SECONDS = 20.0
@@ -69,10 +71,10 @@ def round_trips(kafka: KafkaSettings, with_offsets: bool, rate: float, seconds: 
     topics = Topics(kafka.topic_prefix)
     sequencer = SequencerSettings(kafka=kafka, instance_id=f"floor{uuid.uuid4().hex[:6]}")
     requests = RequestCount()
-    producer = Producer({**sequencer.producer_config(), "statistics.interval.ms": 200, "stats_cb": requests})
-    member = Consumer(sequencer.member_config())
-    replies = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-floor-replies-{uuid.uuid4().hex[:6]}"))
-    client = Producer(kafka.producer_config(**{"linger.ms": 1}))
+    member, producer = member_clients(sequencer, on_statistics=requests)
+    clients = KafkaClients(kafka)
+    replies = clients.reader(f"{kafka.topic_prefix}-floor-replies-{uuid.uuid4().hex[:6]}")
+    client = clients.producer(linger_ms=1)
     sent: dict[bytes, float] = {}
     floor = Floor()
     latencies, transactions = floor.latencies, floor.transactions
@@ -160,8 +162,11 @@ def main(rate: float = RATE, seconds: float = SECONDS) -> None:
         answered, committed = len(floor.latencies), max(len(floor.transactions), 1)
         cpu_ms = 1000 * floor.broker_cpu_s / max(answered, 1)
         requests = ", ".join(f"{api} {n / committed:.2f}" for api, n in sorted(floor.requests.items()))
-        print(f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
-              f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
-              f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
-              f"(begin to committed, {len(floor.transactions)}): {percentiles(floor.transactions)}; "
-              f"requests per transaction: {requests}", flush=True)  # fmt: skip
+        print(
+            f"Kafka's floor, command -> transaction -> reply at {rate:g}/s, {how}: "
+            f"{answered} of {int(rate * seconds)} answered, {percentiles(floor.latencies)}, "
+            f"the broker's CPU {cpu_ms:.2f} ms per command; of it the transaction alone "
+            f"(begin to committed, {len(floor.transactions)}): {percentiles(floor.transactions)}; "
+            f"requests per transaction: {requests}",
+            flush=True,
+        )

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 
 from bench.write_path import BODY, TOKEN
-from jobpost import stack
-from jobpost.processes import ApiProcess, Process
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess, Process
 from runtime.kafka import KafkaSettings
 
 # Long enough for today's restore from the whole log at a million postings; a figure not

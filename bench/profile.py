@@ -14,8 +14,8 @@ from pathlib import Path
 
 from bench.common import local_kafka
 from bench.write_path import TOKEN, create_postings, saturate
-from jobpost import stack
-from jobpost.processes import ApiProcess
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess
 
 PROJECT = ("producer_api/", "schemas/", "consumers/", "search_indexer/")
 

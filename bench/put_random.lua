@@ -1,8 +1,10 @@
--- wrk script: PUT a replacement to a random posting of the ids listed in IDS_FILE.
+-- wrk script: PUT a replacement (the JSON in BODY_FILE) to a random posting of the ids listed in IDS_FILE.
 local ids = {}
 local token = os.getenv("BENCH_TOKEN")
 for line in io.lines(os.getenv("IDS_FILE")) do ids[#ids + 1] = line end
-local body = '{"title": "Senior Stream Processing Engineer", "description": "' .. string.rep("Kafka and Python. ", 20) .. '", "notes": ""}'
+local file = io.open(os.getenv("BODY_FILE"))
+local body = file:read("*a")
+file:close()
 request = function()
   local id = ids[math.random(#ids)]
   return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)

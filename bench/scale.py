@@ -34,7 +34,7 @@ from bench.probes import (
 )
 from bench.seed import Seeded, seed
 from bench.write_path import closed_loop, open_loop
-from jobpost.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
+from jobpost_dev.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 
 RESULTS = Path(__file__).with_name("results")

@@ -14,20 +14,22 @@ import time
 import uuid
 
 import httpx
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from elasticsearch import Elasticsearch, helpers
 
 from bench.common import local_kafka, percentiles
-from jobpost import stack
-from jobpost.processes import ApiProcess, Process, kafka_env, wait_until
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess, Process, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.search import SearchDocument
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 from search_indexer.indexer import DOCUMENTS, SearchIndexer
+from tests import postings
 
 UPDATES, POSTINGS = 20_000, 5_000
 
@@ -41,7 +43,7 @@ def updates() -> list[PostingUpdate]:
             op=Op.CREATED if n < POSTINGS else Op.UPDATED,
             idempotency_key=f"{ids[n % POSTINGS]}:{n // POSTINGS}",
             request_id=uuid.uuid4().hex,
-            posting=Posting(f"Search Engineer {n}", "Lucene " * 30),
+            posting=postings.posting(n, title=f"Search Engineer {n}"),
             last_update_time_millis=1,
             accepted_at=1,
         )
@@ -50,7 +52,7 @@ def updates() -> list[PostingUpdate]:
 
 
 def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]) -> float:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for update in records:
         value = codec.posting_updates().encode(update)
         producer.produce(f"{kafka.topic_prefix}.postings", key=update.posting_id, value=value)
@@ -65,7 +67,7 @@ def indexer_rate(kafka: KafkaSettings, es_url: str, records: list[PostingUpdate]
     # Timed from the first indexed document (group join and index creation excluded).
     wait_until(lambda: indexed() > 0, 120, "the first document", interval=0.001)
     started = time.perf_counter()
-    probe = Consumer(kafka.consumer_config(settings.group))
+    probe = KafkaClients(kafka).probe(settings.group)
     wait_until(lambda: caught_up(probe, kafka), 600, "the indexer to commit every record", interval=0.1)
     elapsed = time.perf_counter() - started
     probe.close()
@@ -116,9 +118,7 @@ def searchable_latency(kafka: KafkaSettings, es_url: str, writes: int = 100) -> 
         with httpx.Client(headers=api.headers, timeout=30, base_url=api.url) as http:
             for _ in range(writes):
                 word = f"zq{uuid.uuid4().hex[:10]}"
-                http.post(
-                    "/postings", json={"title": f"Latency {word}", "description": ""}
-                ).raise_for_status()
+                http.post("/postings", json=postings.body(0, title=f"Latency {word}")).raise_for_status()
                 started = time.perf_counter()
                 found = lambda: http.get("/postings", params={"q": word}).json().get("items")  # noqa: E731
                 wait_until(found, 60, "searchable", interval=0.005)

@@ -16,18 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupTopicPartitions,
     KafkaError,
     Message,
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
 from consumers.config import ConsumerSettings
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings, produce_waiting
+from runtime.kafka_clients import KafkaClients
 from runtime.topics import ensure_topics
 from schemas import codec
 from schemas.changelog import SequencerState
@@ -74,7 +73,7 @@ def seed(kafka: KafkaSettings, n: int, progress: Callable[[str], None] = print) 
     topics = Topics(kafka.topic_prefix)
     ids = [str(uuid.uuid4()) for _ in range(n)]
     partitions = [partition_for(posting_id, kafka.partitions) for posting_id in ids]
-    producer = Producer(_bulk_config(kafka))
+    producer = KafkaClients(kafka).producer(bulk=True)
     offsets = _write_postings(producer, topics.postings, ids, partitions)
     progress(f"seed: {n:,} postings written ({time.perf_counter() - started:.0f} s)")
     _write_states(producer, topics, ids, partitions, offsets)
@@ -90,17 +89,6 @@ def consumer_groups(kafka: KafkaSettings) -> list[str]:
         ConsumerSettings(kafka=kafka, destination=d).group for d in (Destination.LINKEDIN, Destination.INDEED)
     ]
     return [*boards, IndexerSettings(kafka=kafka).group]
-
-
-def _bulk_config(kafka: KafkaSettings) -> dict[str, object]:
-    return kafka.producer_config(
-        **{
-            "linger.ms": 100,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 500_000,
-            "queue.buffering.max.kbytes": 512 * 1024,
-        }
-    )
 
 
 class _Reports:
@@ -179,7 +167,7 @@ def _description(i: int) -> str:
 
 
 def end_offsets(kafka: KafkaSettings, topic: str) -> dict[int, int]:
-    consumer = Consumer(kafka.consumer_config("bench-seed-probe", **{"isolation.level": "read_uncommitted"}))
+    consumer = KafkaClients(kafka).probe("bench-seed-probe", committed=False)
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
@@ -190,7 +178,7 @@ def end_offsets(kafka: KafkaSettings, topic: str) -> dict[int, int]:
 
 
 def commit_offsets(kafka: KafkaSettings, groups: list[str], topic: str, ends: dict[int, int]) -> None:
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     for group in groups:
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in ends.items()])
         for future in admin.alter_consumer_group_offsets([request]).values():

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 
 from bench.common import delete_prefix, local_kafka
-from jobpost import stack
-from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from jobpost_dev import stack
+from jobpost_dev.processes import Process, component_pids, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 
 TOKEN = "bench"

@@ -28,14 +28,15 @@ import httpx
 
 from bench import stages
 from bench.common import delete_prefix, local_kafka
-from jobpost import stack
-from jobpost.processes import ApiProcess
+from jobpost_dev import stack
+from jobpost_dev.processes import ApiProcess
 from runtime.kafka import KafkaSettings
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
+from tests import postings
 
 TOKEN = "bench"
-BODY = {"title": "Senior Stream Processing Engineer", "description": "Kafka and Python. " * 20, "notes": ""}
+BODY = postings.body(0)
 RATES = (50, 100, 200)
 
 
@@ -169,11 +170,16 @@ def saturate(api: Target, posting_ids: list[str], clients: int, seconds: float) 
     if shutil.which("wrk") is None:
         _, latencies = asyncio.run(closed_loop(api, posting_ids, clients, seconds))
         return _load(latencies, seconds, 0, "httpx")
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as ids:
+    with (
+        tempfile.NamedTemporaryFile("w", suffix=".txt") as ids,
+        tempfile.NamedTemporaryFile("w", suffix=".json") as body,
+    ):
         ids.write("\n".join(posting_ids))
         ids.flush()
+        body.write(json.dumps(BODY))  # the factory's posting, as every other client of the bench sends
+        body.flush()
         script = str(Path(__file__).with_name("put_random.lua"))
-        env = {**os.environ, "IDS_FILE": ids.name, "BENCH_TOKEN": TOKEN}
+        env = {**os.environ, "IDS_FILE": ids.name, "BODY_FILE": body.name, "BENCH_TOKEN": TOKEN}
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", script, api.url]
         output = subprocess.run(command, env=env, capture_output=True, text=True).stdout
     found = re.search(
@@ -248,7 +254,7 @@ def _measure(kafka: KafkaSettings, seconds: float) -> None:
     sample = codec.posting_updates().encode(
         PostingUpdate(
             posting_id=postings[0], version=1, op=Op.UPDATED, idempotency_key=f"{postings[0]}:1",
-            request_id="x" * 32, posting=Posting(**BODY), last_update_time_millis=0, accepted_at=0,
+            request_id="x" * 32, posting=postings.posting(0), last_update_time_millis=0, accepted_at=0,
         )
     )  # fmt: skip
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).

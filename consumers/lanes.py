@@ -3,16 +3,18 @@
 A posting's records go to the board strictly one after another in the order they arrived
 (offset order of `jobpost.postings`, with its redrive requests in between); records of
 different postings are delivered concurrently. A lane has at most one version with the
-destination at a time, so the destination's batches never carry two versions of one
-posting; the limit of calls in flight is the destination's, so a posting waiting for its
-next attempt holds nothing and a hundred failing postings never starve the healthy ones.
+destination at a time, so the destination's batches never carry two versions of one posting;
+the limit of calls in flight is the destination's, so a posting waiting for its next attempt
+holds nothing and a hundred failing postings never starve the healthy ones.
 
-The scheduler is given a destination (`delivery.Board`), a clock, an `Outcomes` sink
-(where delivery states and dead letters go; each call returns once Kafka acknowledged the
-write) and `DeliveryStates` to read each posting's progress from (a dict in tests, the
-per-partition stores in the runner), so it is unit-tested with fakes in milliseconds. The
-Kafka shell (`consumers.runner`) feeds it records and commits an offset only once every
-record at or below it is finished. What one version goes through is `consumers.delivery`.
+Each version's way is a short loop: the lane's rules (`consumers.rules`, pure) say where it
+starts and what each piece of news makes of it, what that comes to is written down
+(`consumers.outcomes`), and its attempts go through the destination (`consumers.attempts`).
+The unit tests run it with a fake board, a fake log and a virtual clock, milliseconds each.
+`add` answers with a future that is done once the record is finished (delivered, skipped or
+dead-lettered), which is when the consume loop (`runtime.consume_loop`) may commit its
+offset. A lane also answers the one question only it can: whether a record queued behind the
+one being delivered supersedes it (`rules.superseded_by`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from consumers.attempts import Attempts
 from consumers.clock import Clock, SystemClock
-from consumers.delivery import Board, DeliveryStates, Outcomes, VersionDelivery
 from consumers.destination.ticket import Ticket
 from consumers.items import Item
+from consumers.outcomes import DeliveryStates, Outcomes
 from consumers.retry import RetryPolicy
+from consumers.rules import News, Step, next_step, superseded_by
 from schemas.model import DeliveryStatus, Destination
 
 log = logging.getLogger(__name__)
@@ -36,13 +39,24 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)
 class _Lane:
     clock: Clock
+    conflate: bool
     records: deque[Item] = field(default_factory=deque)
+    finished: deque[asyncio.Future[None]] = field(default_factory=deque)  # one per record
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # a record arrived that may supersede
     task: asyncio.Task[None] | None = None
     ticket: Ticket | None = None  # the version with the destination now
 
     def later(self) -> list[Item]:
         return list(self.records)[1:]
+
+    def superseding(self) -> str | None:
+        later = self.later()
+        newer = superseded_by(self.records[0], later, self.conflate)
+        if newer is None:
+            return None
+        if any(record.deletes and record.version == newer for record in later):
+            return "superseded by a later delete"
+        return f"superseded by v{newer}"
 
     async def wait(self, seconds: float) -> None:
         if seconds <= 0:
@@ -55,21 +69,21 @@ class LaneScheduler:
     def __init__(
         self,
         destination: Destination,
-        board: Board,
         outcomes: Outcomes,
+        attempts: Attempts,
         states: DeliveryStates,
-        on_finished: Callable[[Item], None],
+        policy: RetryPolicy,
         *,
-        policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         conflate: bool = False,
     ) -> None:
+        self.destination = destination
+        self.outcomes = outcomes
+        self.attempts = attempts
+        self.states = states
+        self.policy = policy
         self.clock = clock or SystemClock()
         self.conflate = conflate
-        self.on_finished = on_finished
-        self.delivery = VersionDelivery(
-            destination, board, outcomes, states, policy or RetryPolicy(), self.clock, conflate
-        )
         self.lanes: dict[str, _Lane] = {}
 
     def without_clock(self) -> int:
@@ -78,40 +92,38 @@ class LaneScheduler:
         waiting = (DeliveryStatus.PAUSED, DeliveryStatus.SUBMITTED, DeliveryStatus.RETRYING)
         count = 0
         for posting_id in self.lanes:
-            state = self.delivery.states.get(posting_id)
+            state = self.states.get(posting_id)
             if state is not None and state.status in waiting and state.next_attempt_at is None:
                 count += 1
         return count
 
-    @property
-    def buffered(self) -> int:
-        return sum(len(lane.records) for lane in self.lanes.values())
-
-    def add(self, item: Item) -> None:
+    def add(self, item: Item) -> asyncio.Future[None]:
+        """Queue the record in its posting's lane; the future is done once it is finished."""
+        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         lane = self.lanes.get(item.posting_id)
         if lane is None:
-            lane = self.lanes[item.posting_id] = _Lane(self.clock)
+            lane = self.lanes[item.posting_id] = _Lane(self.clock, self.conflate)
         lane.records.append(item)
+        lane.finished.append(finished)
         if item.request is None and (item.deletes or self.conflate):
             lane.changed.set()  # a waiting version may be superseded now
             if lane.ticket is not None:
                 lane.ticket.notice.set()
         if lane.task is None:
             lane.task = asyncio.create_task(self._work(item.posting_id, lane))
+        return finished
 
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget unfinished work of partitions this consumer no longer owns (their new
         owner starts from the committed offset)."""
         for posting_id, lane in list(self.lanes.items()):
             if lane.records and lane.records[0].partition in partitions:
-                if lane.task:
-                    lane.task.cancel()
+                _stop(lane)
                 del self.lanes[posting_id]
 
     def close(self) -> None:
         for lane in self.lanes.values():
-            if lane.task:
-                lane.task.cancel()
+            _stop(lane)
         self.lanes.clear()
 
     async def _work(self, posting_id: str, lane: _Lane) -> None:
@@ -119,16 +131,44 @@ class LaneScheduler:
             while lane.records:
                 item = lane.records[0]
                 try:
-                    await self.delivery.deliver(item, lane)
+                    await self._deliver(item, lane)
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # a bug must not kill the lane silently and hold its offsets forever
                     log.exception("a lane failed; the version is retried", extra={"posting_id": posting_id})
+                    self.attempts.abandon(lane)
                     await self.clock.sleep(1.0, asyncio.Event())
                     continue
                 lane.records.popleft()
-                self.on_finished(item)
+                lane.finished.popleft().set_result(None)
         finally:
+            self.attempts.abandon(lane)  # cancelled: its version is taken back from the destination
             lane.task = None
             if not lane.records and self.lanes.get(posting_id) is lane:
                 del self.lanes[posting_id]
+
+    async def _deliver(self, item: Item, lane: _Lane) -> None:
+        """One version's way: the rules say where it starts and what each piece of news of
+        its attempts makes of it; each step is written down before the next is taken."""
+        if item.update is None:
+            return  # a tombstone: the DELETED version before it is what we act on
+        step: Step | None = None
+        news: News | None = None
+        while True:
+            before = self.states.get(item.posting_id)
+            now = self.clock.now_ms()
+            step = next_step(
+                self.destination, item, before, lane.later(), self.policy, now, step=step, news=news
+            )
+            await self.outcomes.write(item, step)
+            if not step.go:
+                return
+            news = await self.attempts.next(item, lane, step.progress)
+
+
+def _stop(lane: _Lane) -> None:
+    """Cancel a lane's work: none of its records is finished."""
+    if lane.task:
+        lane.task.cancel()
+    for finished in lane.finished:
+        finished.cancel()

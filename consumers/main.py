@@ -8,10 +8,10 @@ import signal
 import aiohttp
 from prometheus_client import start_http_server
 
+from consumers.board_tokens import token_source
 from consumers.boards.indeed import IndeedAdapter
 from consumers.boards.linkedin import LinkedInAdapter
 from consumers.boards.settings import UnsafeBoardSettings
-from consumers.boards.tokens import token_source
 from consumers.clock import Clock
 from consumers.config import ConsumerSettings
 from consumers.destination.budget import RateBudget
@@ -35,11 +35,16 @@ def destination_for(
     else:
         adapter = IndeedAdapter(client, settings.indeed)
     return SharedDestination(
-        adapter, tokens, RateBudget(settings.records_per_minute, settings.requests_per_minute),
-        Circuit(settings.circuit), max_in_flight=settings.max_in_flight, batch_wait_ms=settings.batch_wait_ms,
-        task_poll_interval_s=settings.task_poll_interval_s, task_timeout_s=settings.task_timeout_s,
+        adapter,
+        tokens,
+        RateBudget(settings.records_per_minute, settings.requests_per_minute),
+        Circuit(settings.circuit),
+        max_in_flight=settings.max_in_flight,
+        batch_wait_ms=settings.batch_wait_ms,
+        task_poll_interval_s=settings.task_poll_interval_s,
+        task_timeout_s=settings.task_timeout_s,
         clock=clock,
-    )  # fmt: skip
+    )
 
 
 def client_session(settings: ConsumerSettings) -> aiohttp.ClientSession:

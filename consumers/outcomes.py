@@ -1,54 +1,82 @@
-"""Where the lanes' outcomes go: delivery states to `jobpost.deliveries` and then the local
-store, dead letters to `jobpost.<board>.dlq`, each returning once Kafka acknowledged it;
-timeline events to `jobpost.delivery-events`, without waiting."""
+"""What a version came to, written down at each step of its way (`rules.Step`): the posting's
+DeliveryState, an event on its timeline, a dead letter, the deliveries counter. Where it is
+written is the board's `DeliveryLog` (Kafka: `consumers.delivery_log`; a fake in the unit
+tests), which answers once Kafka acknowledged the write, so a version is finished only once
+what it came to is kept.
+"""
 
 from __future__ import annotations
 
-from confluent_kafka import Message, Producer
+import logging
+from typing import Protocol
 
+from prometheus_client import Counter
+
+from consumers.clock import Clock
 from consumers.items import Item
-from consumers.states import StoredStates
-from runtime.dead_letters import dead_letter
-from runtime.deliveries import event_record, publish, state_record
-from runtime.outbox import deliver
+from consumers.rules import Step
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState
-from schemas.topics import Component, Topics
+from schemas.model import DeliveryState, DeliveryStatus, Destination
+
+log = logging.getLogger(__name__)
+
+DELIVERIES = Counter(
+    "jobpost_deliveries_total", "Delivery outcomes by destination", ["destination", "outcome"]
+)
 
 
-class KafkaOutcomes:
-    def __init__(self, producer: Producer, topics: Topics, group: Component, states: StoredStates) -> None:
-        self.producer = producer
-        self.topics = topics
-        self.group = group
-        self.states = states
-
+class DeliveryLog(Protocol):
     async def record(self, item: Item, state: DeliveryState) -> None:
-        outgoing = state_record(self.topics.deliveries, item.partition, state)
-        offset = await deliver(self.producer, outgoing)
-        assert outgoing.value is not None
-        self.states.record(item.partition, state, outgoing.value, offset)  # no await between
-
-    def event(self, item: Item, event: DeliveryEvent) -> None:
-        publish(self.producer, event_record(self.topics.delivery_events, item.partition, event))
+        """Write the posting's DeliveryState; return once it is acknowledged, and readable
+        through the lanes' `DeliveryStates`."""
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
-        letter = None if item.request is None else item.request.update
-        assert isinstance(item.source, Message)
-        await self.dead_letter_message(item.source, error, attempts, first_attempt_ms, item.version, letter)
+        """Write the version to the dead-letter topic; return once it is acknowledged."""
 
-    async def dead_letter_message(
-        self,
-        message: Message,
-        error: str,
-        attempts: int = 1,
-        first_ms: int | None = None,
-        version: int | None = None,
-        value: bytes | None = None,
-    ) -> None:
-        posting_id = (message.key() or b"").decode(errors="replace")
-        letter = dead_letter(
-            self.topics, self.group, message, error, attempts=attempts, first_attempt_ms=first_ms,
-            version=version, posting_id=posting_id, value=value,
-        )  # fmt: skip
-        await deliver(self.producer, letter)
+    def event(self, item: Item, event: DeliveryEvent) -> None:
+        """Publish what an attempt came to (the posting's timeline), without waiting."""
+
+
+class DeliveryStates(Protocol):
+    """Each posting's DeliveryState at this destination, as the log last wrote it (or a
+    restore found it). The lanes only read it."""
+
+    def get(self, posting_id: str, /) -> DeliveryState | None: ...
+
+
+class Outcomes:
+    def __init__(self, destination: Destination, log: DeliveryLog, clock: Clock) -> None:
+        self.destination = destination
+        self.log = log
+        self.clock = clock
+
+    async def write(self, item: Item, step: Step) -> None:
+        """What `step` says of the version: counted, dead-lettered (acknowledged first),
+        its events on the timeline, the posting's new state (acknowledged)."""
+        if step.counted is not None:
+            DELIVERIES.labels(self.destination, step.counted).inc()
+        progress, state = step.progress, step.state
+        if step.letter is not None:
+            first = (
+                progress.first_attempt_at if progress.first_attempt_at is not None else self.clock.now_ms()
+            )
+            await self.log.dead_letter(item, step.letter, max(1, progress.attempts), first)
+        for event in step.events:
+            self.log.event(item, event)
+        if state is None:
+            return
+        await self.log.record(item, state)
+        if state.status == DeliveryStatus.RETRYING and state.next_attempt_at is not None:
+            wait = (state.next_attempt_at - self.clock.now_ms()) / 1000
+            context = {
+                "posting_id": item.posting_id,
+                "version": item.version,
+                "destination": self.destination,
+            }
+            log.info(
+                "attempt %d failed, next in %.1f s: %s",
+                progress.attempts,
+                wait,
+                state.last_error,
+                extra=context,
+            )

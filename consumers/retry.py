@@ -1,8 +1,9 @@
 """The delivery retry policy, built from tenacity's strategies.
 
-The runner owns the loop (a posting waiting for its next attempt holds no worker, and its
+The lane owns the loop (a posting waiting for its next attempt holds no worker, and its
 attempt count and first-attempt time survive restarts in `jobpost.deliveries`), so the
-policy is evaluated on a small state object rather than by tenacity's own loop.
+policy is evaluated by the lane's rules (`rules.next_step`) on a small state object rather
+than by tenacity's own loop.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The lane's rules, pure: which record is work already done, which a later one supersedes,
-when a redrive request is answered without calling the board, and what a version's
-progress (`Progress`) makes of the posting's `DeliveryState`.
+"""The lane's rules, pure: a version's way as steps (`next_step`: where it starts, and what
+each piece of news from its attempts makes of it), which record is work already done, which
+a later one supersedes, when a redrive request is answered without calling the board, and
+what a version's progress (`Progress`) makes of the posting's `DeliveryState`.
 
 Every rule reads the posting's DeliveryState as `jobpost.deliveries` has it (the lane's own
 writes), never a view that may be behind, so a redrive can never lower what the lane
@@ -13,10 +14,182 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from consumers.boards.base import Delivered, ElementOutcome, Rejected, Unsure
 from consumers.items import Item
-from schemas.deliveries import delivery_state
-from schemas.enums import Op
+from consumers.retry import RetryPolicy
+from schemas.deliveries import OUTCOME_OF_STATUS, delivery_event, delivery_state
+from schemas.enums import DeliveryOutcome, Op
+from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """News: a record queued behind the version made it pointless; it was not sent (or was
+    taken back unsent)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """News: the destination holds the version for the board as a whole, which is tried
+    next `until` (epoch ms; None: not known)."""
+
+    reason: str
+    until: int | None
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """News: the board took the version as a task (`progress.task_id`); it is sent again at
+    `deadline` unless the task ended."""
+
+    deadline: int
+
+
+@dataclass(frozen=True)
+class Answered:
+    """News: what the board made of the version (for a board that confirms, its task's end)."""
+
+    outcome: ElementOutcome
+
+
+News = Superseded | Held | Accepted | Answered
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the lane does next with a version (`go`: attempt it, or wait for its task), and
+    what is written of it: the deliveries counter's outcome, a dead letter's error, the
+    events of the posting's timeline, its new state. Nothing written and `go`: a version
+    taken up (or resumed) as it stands."""
+
+    go: bool
+    progress: Progress
+    counted: str | None = None
+    letter: str | None = None
+    events: tuple[DeliveryEvent, ...] = ()
+    state: DeliveryState | None = None
+
+
+def next_step(
+    destination: Destination,
+    item: Item,
+    before: DeliveryState | None,
+    later: list[Item],
+    policy: RetryPolicy,
+    now: int,
+    *,
+    step: Step | None = None,
+    news: News | None = None,
+) -> Step:
+    """The version's next step: where it starts (no `step` yet) or what `news` of its last
+    step makes of it. A redrive gets a fresh budget; a version a restarted consumer finds on
+    its way resumes its attempts (`Progress.resume`: a task is polled, never submitted
+    again); an element's `Unsure` is retried per `policy` until the budget is spent."""
+    before = before or DeliveryState(destination, item.posting_id, DeliveryStatus.PENDING)
+    status: DeliveryStatus | None = None
+    error: str | None = None
+    clock: int | None = None
+    if step is None or news is None:
+        go, progress, counted, skipped = _taken_up(item, before, later, now)
+    elif isinstance(news, Superseded):
+        go, progress, counted, skipped = False, step.progress, "superseded", news.why
+    else:
+        progress, skipped = step.progress, None
+        status, error, clock = _status_after(item, news, progress, policy, now)
+        go = status in (DeliveryStatus.PAUSED, DeliveryStatus.SUBMITTED, DeliveryStatus.RETRYING)
+        counted = _COUNTED.get(status)
+        if status == DeliveryStatus.RETRYING:
+            progress = replace(progress, next_attempt_at=clock)
+    state = None
+    if status is not None:
+        paused_reason = news.reason if isinstance(news, Held) else None
+        state = next_state(
+            destination,
+            item,
+            before,
+            status,
+            progress,
+            now=now,
+            error=error,
+            paused_reason=paused_reason,
+            next_attempt_at=clock,
+        )
+    events = []
+    if skipped is not None:
+        events.append(
+            delivery_event(
+                destination,
+                item.posting_id,
+                item.version,
+                DeliveryOutcome.SKIPPED,
+                progress.attempts,
+                error=skipped,
+                at=now,
+                request_id=item.request_id,
+            )
+        )
+    if state is not None:
+        events.append(
+            delivery_event(
+                destination,
+                item.posting_id,
+                item.version,
+                OUTCOME_OF_STATUS[state.status],
+                progress.attempts,
+                error=state.paused_reason if state.status == DeliveryStatus.PAUSED else error,
+                next_attempt_at=state.next_attempt_at,
+                at=now,
+                task_id=state.task_id,
+                request_id=item.request_id,
+            )
+        )
+    letter = error if status == DeliveryStatus.FAILED else None
+    return Step(go, progress, counted, letter, tuple(events), state)
+
+
+_COUNTED = {
+    DeliveryStatus.DELIVERED: "delivered",
+    DeliveryStatus.CLOSED: "delivered",
+    DeliveryStatus.FAILED: "dead_lettered",
+}
+
+
+def _taken_up(
+    item: Item, state: DeliveryState, later: list[Item], now: int
+) -> tuple[bool, Progress, str | None, str | None]:
+    """Whether to attempt the version, its progress so far, what is counted, why it is
+    skipped."""
+    if item.request is not None:
+        why = redrive_skipped(item.version, state, later)
+        if why is not None:
+            return False, Progress(), "superseded", f"redrive: {why}"
+        return True, Progress(), None, None
+    if done_already(state, item.version):
+        return False, Progress(), "replayed", None
+    return True, Progress.resume(state, item.version, now), None, None
+
+
+def _status_after(
+    item: Item, news: Held | Accepted | Answered, progress: Progress, policy: RetryPolicy, now: int
+) -> tuple[DeliveryStatus, str | None, int | None]:
+    """The posting's status after the news, its error, and the clock of what comes next."""
+    if isinstance(news, Held):
+        return DeliveryStatus.PAUSED, None, news.until
+    if isinstance(news, Accepted):
+        return DeliveryStatus.SUBMITTED, None, news.deadline
+    outcome = news.outcome
+    if isinstance(outcome, Delivered):
+        return (DeliveryStatus.CLOSED if item.deletes else DeliveryStatus.DELIVERED), None, None
+    if isinstance(outcome, Rejected):
+        return DeliveryStatus.FAILED, outcome.reason, None
+    assert isinstance(outcome, Unsure)
+    wait = policy.next_wait(progress.attempts, progress.charged_s(now), outcome.retry_after_s)
+    if wait is None:
+        return DeliveryStatus.FAILED, f"retries spent: {outcome.reason}", None
+    return DeliveryStatus.RETRYING, outcome.reason, now + int(wait * 1000)
 
 
 def done_already(state: DeliveryState, version: int) -> bool:
@@ -141,6 +314,7 @@ def next_state(
     if status == DeliveryStatus.FAILED and all(letter.version != item.version for letter in letters):
         # A letter redriven and refused again keeps its first time: the oldest one expires first.
         letters = (*letters, UnresolvedLetter(item.version, now))
+    clock = _clock_of(status, progress, next_attempt_at)
     state = delivery_state(
         destination,
         item.posting_id,
@@ -149,7 +323,7 @@ def next_state(
         pending_version=None if done else item.version,
         attempts=progress.attempts,
         first_attempt_at=progress.first_attempt_at,
-        next_attempt_at=_clock_of(status, progress, next_attempt_at),
+        next_attempt_at=clock,
         last_error=error,
         task_id=progress.task_id if status == DeliveryStatus.SUBMITTED else None,
         submitted_at=progress.submitted_at if status == DeliveryStatus.SUBMITTED else None,

@@ -29,7 +29,7 @@ record of this destination below it is reflected in the store. Two writers keep 
   is not written again (it could hide a newer one).
 
 Where the claim can fail: a member that lost its partitions without knowing it (a zombie).
-The runner flushes its producer before giving a partition up, so an orderly hand-over
+The consume loop flushes the producer before giving a partition up, so an orderly hand-over
 loses nothing; otherwise the store misses that one state until it is next rebuilt. A
 missed state makes a version look undelivered (it is delivered again, and the boards
 deduplicate by idempotency key) or a retry budget start over.

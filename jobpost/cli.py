@@ -1,61 +1,27 @@
-"""`jobpost`: one command line for every component and for the local servers."""
+"""`jobpost`: one command line for every component of a deployment.
+
+What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `webhooks`,
+`topics`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
+each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
+the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import logging
 import sys
 
 from pydantic import ValidationError
 
-from jobpost import stack
 from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
 from runtime.schema_registry import SchemaRegistryError
 from runtime.topics import ensure_topics
 from schemas.topics import BOARDS, Topics
 
-
-def _stack(args: argparse.Namespace) -> int:
-    settings = stack.StackSettings()
-    servers = stack.servers(settings, registry=True if args.only == "registry" else None)
-    if args.only:
-        servers = [s for s in servers if s.name == args.only]
-    if args.json and args.action != "status":
-        print("error: --json goes with status", file=sys.stderr)
-        return 2
-    if args.action == "fetch":
-        for server in servers:
-            server.fetch(progress=_say)
-            print(f"{server.name}: fetched into {server.fetched_into()}")
-    elif args.action == "start":
-        for server in servers:
-            started = server.start(progress=_say)
-            logs = ", ".join(str(member.log_file) for member in server.members())
-            print(f"{server.name}: {'started' if started else 'already running'} (log {logs})")
-    elif args.action == "stop":
-        for server in reversed(servers):
-            print(f"{server.name}: {'stopped' if server.stop() else 'not running'}")
-    else:
-        for server in servers:
-            for member in server.members():  # Kafka's three nodes: kafka-1, kafka-2, kafka-3
-                print(_status(member, as_json=args.json))
-    return 0
-
-
-def _status(server: stack.Server, *, as_json: bool) -> str:
-    pid = server.pid()
-    if as_json:
-        return json.dumps(
-            {"name": server.name, "pid": pid, "addresses": server.addresses(), "running": pid is not None}
-        )
-    return f"{server.name}: {f'running, pid {pid}' if pid else 'stopped'}"
-
-
-def _say(message: str) -> None:
-    print(message, flush=True)
+COMMANDS = "jobpost.commands"  # the entry-point group of the commands other packages add
 
 
 def _version() -> str:
@@ -71,28 +37,29 @@ def _topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _added_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands installed packages add (entry-point group `jobpost.commands`), by name."""
+    for entry_point in sorted(importlib.metadata.entry_points(group=COMMANDS), key=lambda e: e.name):
+        try:
+            add = entry_point.load()
+        except (ImportError, AttributeError) as exc:  # a package half removed: its commands go
+            print(
+                f"jobpost: command {entry_point.name} ({entry_point.value}) not loaded: {exc}",
+                file=sys.stderr,
+            )
+            continue
+        add(commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jobpost", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    p = commands.add_parser(
-        "stack", help="fetch, start, stop the local Kafka and Elasticsearch (and the schema registry)"
-    )
-    p.add_argument("action", choices=["fetch", "start", "stop", "status"])
-    p.add_argument("--only", choices=["kafka", "elasticsearch", "registry"])
-    p.add_argument("--json", action="store_true", help="status: one JSON object per server per line")
-    p.set_defaults(func=_stack)
-
-    p = commands.add_parser("doctor", help="check (and with --obtain, get) what make test needs")
-    p.add_argument("--obtain", action="store_true", help="install what is missing where possible (chromium)")
-    p.set_defaults(func=_doctor)
-
     p = commands.add_parser("topics", help="create every topic idempotently and check existing ones")
     p.set_defaults(func=_topics)
 
     for name, help_text in (
-        ("run", "start the local servers and every component; Ctrl-C stops them all"),
         ("api", "the HTTP API (with a sequencer member unless JOBPOST_API_EMBEDDED_SEQUENCER=false)"),
         ("sequencer", "a sequencer member alone"),
         ("indexer", "the search indexer (consumer group jobpost-search-indexer)"),
@@ -112,22 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=60.0, help="redrive: seconds to wait for the outcomes")
     p.set_defaults(func=_dlq)
 
-    p = commands.add_parser("chaos", help="faults under load on three brokers and two replicas of everything")
-    p.add_argument("--short", action="store_true", help="the two-minute run of make test")
-    p.add_argument("--duration", type=float, help="seconds of load (default 300; short: 100)")
-    p.set_defaults(func=_chaos)
-
-    p = commands.add_parser("sandbox", help="the job-board sandbox imitating LinkedIn and Indeed")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8090)
-    p.set_defaults(func=_sandbox)
+    _added_commands(commands)
     return parser
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    from jobpost.doctor import main as doctor
-
-    return doctor(args.obtain)
 
 
 def _consumer(args: argparse.Namespace) -> int:
@@ -151,32 +104,9 @@ def _dlq(args: argparse.Namespace) -> int:
     return redrive(board, args.wait)
 
 
-def _chaos(args: argparse.Namespace) -> int:
-    from jobpost.chaos.run import Plan, run, short_plan
-
-    plan = short_plan() if args.short else Plan()
-    if args.duration:
-        plan.duration_s = args.duration
-    report = run(plan)
-    print("\n".join(report.lines()), flush=True)
-    return 0 if report.kept_every_promise else 1
-
-
-def _sandbox(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from jobpost.sandbox import create_sandbox
-
-    # A call the sandbox holds (a fault that delays its answer) does not hold its stop.
-    uvicorn.run(
-        create_sandbox(), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5
-    )
-    return 0
-
-
 def _logging(component: str) -> None:
     """Services log JSON lines; the commands a person runs log plain text."""
-    if component in ("run", "reindex"):
+    if component == "reindex":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     else:
         from runtime.logs import configure
@@ -203,10 +133,6 @@ def _records() -> None:
 def _component(name: str):  # type: ignore[no-untyped-def]
     def run(_args: argparse.Namespace) -> int:
         _logging(name)
-        if name == "run":
-            from jobpost.supervisor import run as supervise
-
-            return supervise()
         _records()
         if name == "api":
             from producer_api.main import run_api
@@ -237,9 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except stack.StackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except SchemaRegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

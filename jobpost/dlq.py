@@ -8,6 +8,7 @@ import getpass
 
 from runtime.dead_letters import newest_per_version, read_dead_letters
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import describe, events_end, outcomes, requests_for
 from schemas.enums import Destination
@@ -30,7 +31,6 @@ def redrive(board: Destination, wait_s: float) -> int:
     """A request for each posting version dead-lettered (the newest letter of each); the
     lane skips what it delivered since. Prints what each came to, as the lanes report it
     within `wait_s` (exit status 1 when some did not report in time)."""
-    from confluent_kafka import Producer
 
     kafka = KafkaSettings()
     topics = Topics(kafka.topic_prefix)
@@ -45,7 +45,7 @@ def redrive(board: Destination, wait_s: float) -> int:
     if not requested:
         return 0
     start = events_end(kafka, topics, {r.partition for r in requested})
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     if not deliver_all(producer, [r.record(topics, board) for r in requested], lambda: False):
         raise RuntimeError("Kafka did not acknowledge the redrive requests")
     found = outcomes(kafka, topics, [r.request.request_id for r in requested], start, wait_s)

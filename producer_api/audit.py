@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message
 from prometheus_client import Counter
 
 from producer_api.callers import Caller
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.audit import AuditAction, AuditEvent
 from schemas.model import Action
@@ -35,7 +36,7 @@ _ACTION_OF = {
 class Audit:
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = Topics(kafka.topic_prefix).audit
-        self._producer = Producer(kafka.producer_config())
+        self._producer = KafkaClients(kafka).producer()
 
     def accepted(self, caller: Caller, action: Action, posting_id: str, version: int) -> None:
         """A write the sequencer accepted, at the version it resulted in."""

@@ -25,10 +25,11 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from runtime import records, write_stages
-from runtime.kafka import STALLED_BROKER, KafkaSettings, end_offset, is_record, poll_batch
+from runtime.kafka import KafkaSettings, end_offset, is_record, poll_batch
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.model import Command, Reply
 from schemas.topics import Topics
@@ -76,8 +77,8 @@ class CommandClient:
         # held up by a leader's failover (~9 s) may still be applied in time.
         self.give_up_s = give_up_s
         timeout_ms = max(1, int(give_up_s * 1000))
-        self._producer = Producer(
-            kafka.producer_config(**{"linger.ms": 1, "message.timeout.ms": timeout_ms, **STALLED_BROKER})
+        self._producer = KafkaClients(kafka).producer(
+            linger_ms=1, give_up_after_ms=timeout_ms, write_path=True
         )
         # correlation id -> the request waiting for its reply (and when the reply was read)
         self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[tuple[Reply, float]]]] = {}
@@ -170,7 +171,7 @@ class CommandClient:
                 self._stop.wait(1.0)
 
     def _read_replies_once(self) -> None:
-        consumer = Consumer(self.kafka.consumer_config(f"replies-{uuid.uuid4().hex}", **STALLED_BROKER))
+        consumer = KafkaClients(self.kafka).reader(f"replies-{uuid.uuid4().hex}", write_path=True)
         try:
             consumer.assign(_ends(consumer, self.topics.replies))
             self.ready.set()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 from pydantic import Field, SecretStr, model_validator
@@ -64,8 +65,17 @@ class ApiSettings(BaseSettings):
     )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
     max_body_bytes: int = 1024 * 1024
+    body_read_timeout_s: float = Field(
+        default=10.0, gt=0, description="a request's body not received within this is answered 408"
+    )
     # 100 postings with the contract's longest description (25,000 characters) each fit.
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, description="POST /postings:batch")
+    employers_file: Path | None = Field(
+        default=None,
+        description="the employer registry (who each employer is on each board; the consumers' file): "
+        "a posting for a board its employer has no identity on is refused. Default: the sandbox's, "
+        "the employer `default` only",
+    )
     title_max_chars: int = Field(default=200, ge=1, le=200)
     description_max_chars: int = Field(default=25_000, ge=0, le=25_000)
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)
@@ -79,8 +89,18 @@ class ApiSettings(BaseSettings):
         "with no local state copies its stores from before it reads the rest from Kafka",
     )
     snapshot_token: SecretStr = Field(
-        default=SecretStr(""), description="an operator's token for the peers (default: the first of tokens)"
+        default=SecretStr(""),
+        description="a token with the scope ops:snapshot for the peers (default: the first of tokens)",
     )
+    snapshot_ca_bundle: Path | None = Field(
+        default=None,
+        description="CA certificates a peer's (https) certificate is checked against (none: the system's); "
+        "set, every peer must be https",
+    )
+    tls_certfile: Path | None = Field(
+        default=None, description="serve HTTPS with this certificate chain (PEM), on both ports"
+    )
+    tls_keyfile: Path | None = Field(default=None, description="the private key of tls_certfile (PEM)")
     sandbox_url: str | None = Field(
         default=None, description="the sandbox whose fault switches /ops/boards shows (make run sets it)"
     )
@@ -105,6 +125,24 @@ class ApiSettings(BaseSettings):
         if self.verdict_margin_s >= self.write_timeout_s:
             raise ValueError("verdict_margin_s must be shorter than write_timeout_s")
         return self
+
+    @model_validator(mode="after")
+    def _tls(self) -> ApiSettings:
+        if (self.tls_certfile is None) != (self.tls_keyfile is None):
+            raise ValueError("JOBPOST_API_TLS_CERTFILE and JOBPOST_API_TLS_KEYFILE go together")
+        if self.tls_certfile is not None or self.snapshot_ca_bundle is not None:
+            # Where TLS is configured, a replica's stores (every employer's postings) never
+            # travel in the clear.
+            plain = [peer for peer in self.peers() if not peer.lower().startswith("https://")]
+            if plain:
+                raise ValueError(f"with TLS configured, JOBPOST_API_SNAPSHOT_PEERS must be https: {plain}")
+        return self
+
+    def peer_verify(self) -> ssl.SSLContext | bool:
+        """How a peer's certificate is checked: against the CA bundle, or the system's CAs."""
+        if self.snapshot_ca_bundle is None:
+            return True
+        return ssl.create_default_context(cafile=str(self.snapshot_ca_bundle))
 
     @property
     def command_budget_s(self) -> float:

@@ -21,12 +21,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from producer_api.callers import EVERY_SCOPE, Caller, Scope
+from producer_api.callers import EVERY_SCOPE, Caller, Scope, identifier
 from schemas.model import DEFAULT_EMPLOYER
 
 log = logging.getLogger(__name__)
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_EMPLOYER = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 class CredentialsError(ValueError):
@@ -41,7 +40,7 @@ class Credential:
     scopes: frozenset[Scope]
 
     def caller(self) -> Caller:
-        return Caller(self.name, self.employer, Scope.OPS in self.scopes, self.scopes)
+        return Caller(self.name, self.employer, self.scopes)
 
 
 def sha256(token: str) -> bytes:
@@ -74,12 +73,18 @@ def _credential(entry: object, where: str) -> Credential:
     if unknown:
         raise CredentialsError(f"{where}: unknown fields {sorted(unknown)}")
     name, digest, employer, scopes = (entry.get(k) for k in ("name", "token_sha256", "employer", "scopes"))
-    if not isinstance(name, str) or not 1 <= len(name) <= 100:
-        raise CredentialsError(f"{where}: name must be 1-100 characters")
+    try:
+        # The name is what the audit records and the rate limit counts by: an identifier,
+        # so it never equals an OIDC caller's (`oidc:<issuer>#<sub>`).
+        name = identifier(name, "name")
+    except ValueError as exc:
+        raise CredentialsError(f"{where}: {exc}") from exc
     if not isinstance(digest, str) or not _HEX_SHA256.match(digest.lower()):
         raise CredentialsError(f"{where} ({name}): token_sha256 must be 64 hex digits")
-    if not isinstance(employer, str) or not _EMPLOYER.match(employer):
-        raise CredentialsError(f"{where} ({name}): employer must be 1-100 of A-Z a-z 0-9 . _ -")
+    try:
+        employer = identifier(employer)  # the one rule: never `*`, never anything but a plain name
+    except ValueError as exc:
+        raise CredentialsError(f"{where} ({name}): {exc}") from exc
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
         raise CredentialsError(f"{where} ({name}): scopes must be a list of {sorted(EVERY_SCOPE)}")
     try:
@@ -90,10 +95,10 @@ def _credential(entry: object, where: str) -> Credential:
 
 
 def development_callers(tokens: list[str]) -> list[tuple[bytes, Caller]]:
-    """The development tokens, named by their place in the list: every scope, the default
-    employer, acting for every employer."""
+    """The development tokens, named by their place in the list: every scope (so `ops`:
+    acting for every employer), the default employer."""
     return [
-        (sha256(token), Caller(f"dev-token-{n}", DEFAULT_EMPLOYER, True, EVERY_SCOPE))
+        (sha256(token), Caller(f"dev-token-{n}", DEFAULT_EMPLOYER, EVERY_SCOPE))
         for n, token in enumerate(tokens, 1)
     ]
 

@@ -54,6 +54,8 @@ def run_api() -> None:
         limit_concurrency=settings.max_concurrent_requests + 64,
         timeout_keep_alive=settings.timeout_keep_alive_s,
         timeout_graceful_shutdown=15,
+        ssl_certfile=settings.tls_certfile,
+        ssl_keyfile=settings.tls_keyfile,
     )
     sockets = None
     if settings.internal_port is not None:  # one server on two sockets: ports.PortSplit says what is where

@@ -34,6 +34,7 @@ from producer_api.config import ApiSettings
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.views import DeliveriesView, PostingsView
 from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
@@ -182,17 +183,15 @@ class Operations:
 
     def _producer_or_new(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer(self.settings.kafka.producer_config())
+            self._producer = KafkaClients(self.settings.kafka).producer()
         return self._producer
 
     def _clients(self) -> tuple[AdminClient, Consumer]:
         """The admin client and probe consumer of the lag panel, made once (under _lag_lock)."""
         if self._lag_clients is None:
-            kafka = self.settings.kafka
-            probe = Consumer(
-                kafka.consumer_config(f"{kafka.topic_prefix}-lag-probe", **{"enable.partition.eof": True})
-            )
-            self._lag_clients = (AdminClient(kafka.client_config()), probe)
+            clients = KafkaClients(self.settings.kafka)
+            probe = clients.reader(f"{self.settings.kafka.topic_prefix}-lag-probe", ends=True)
+            self._lag_clients = (clients.admin(), probe)
         return self._lag_clients
 
     def _lag(self) -> list[dict[str, Any]]:

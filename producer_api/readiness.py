@@ -18,13 +18,13 @@ import asyncio
 import logging
 import time
 
-from confluent_kafka.admin import AdminClient
 from prometheus_client import Gauge
 
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
 from producer_api.read.log_view import LogView, ViewStatus
 from producer_api.read.search import TitleSearch
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Topics
 from sequencer.member import Sequencer
 
@@ -50,7 +50,7 @@ class Readiness:
         self.views = views
         self.sequencer = sequencer
         self.search = search
-        self._admin = AdminClient(settings.kafka.client_config())
+        self._admin = KafkaClients(settings.kafka).admin()
         self._cached: tuple[float, Checks] | None = None
 
     async def check(self) -> Checks:

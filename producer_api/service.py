@@ -9,6 +9,9 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
+import listing
+from listing.employers import SANDBOX_REGISTRY, EmployerRegistry
+from listing.problems import Problem
 from producer_api.audit import Audit
 from producer_api.bulkhead import Bulkhead, BulkheadFull
 from producer_api.callers import Caller
@@ -18,7 +21,7 @@ from producer_api.read.progress import Progress, progress
 from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.timeline import Timeline
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
-from schemas.model import ANY_EMPLOYER, DEFAULT_EMPLOYER, Action, Command, Outcome, Posting
+from schemas.model import DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting
 from schemas.search import SearchDocument
 
 # Posting ids derived from a create's Idempotency-Key, so a retried create lands on the
@@ -82,13 +85,14 @@ def request_fingerprint(action: Action, posting: Posting | None) -> str:
 
 
 def _body(posting: Posting) -> dict[str, Any]:
-    """The body's fields, as JSON had them; the optional fields only when given, so a
-    request of a release before them keeps its fingerprint."""
+    """The body's fields, as JSON had them; the optional fields only when they differ from
+    their defaults, so a request of a release before them keeps its fingerprint."""
     fields = posting.to_avro()
-    return {name: value for name, value in fields.items() if value is not None or name in _ALWAYS}
+    return {name: value for name, value in fields.items() if name in _ALWAYS or value != _DEFAULTS[name]}
 
 
 _ALWAYS = {"title", "description", "notes"}
+_DEFAULTS = Posting("", "").to_avro()
 
 
 def create_id(employer: str, request_id: str | None) -> str:
@@ -111,8 +115,10 @@ class PostingService:
         events: DeliveryEventsView | None = None,
         audit: Audit | None = None,
         strong_reads: Bulkhead | None = None,
+        employers: EmployerRegistry = SANDBOX_REGISTRY,
     ) -> None:
         self.commands = commands
+        self.employers = employers
         self.audit = audit
         self.strong_reads = strong_reads
         self.view = view
@@ -134,25 +140,30 @@ class PostingService:
         except SearchUnavailable as exc:
             raise Unavailable(f"search is unavailable: {exc}") from exc
 
+    def listing(
+        self, caller: Caller, posting: Posting, posting_id: str | None = None
+    ) -> dict[Destination, list[Problem]]:
+        """What each board the posting targets would refuse in it (`listing`), for the
+        employer it is written for: the caller's, or for an operator's replace the posting's."""
+        employer = caller.employer
+        if posting_id is not None and caller.operator:
+            known = self.view.get(posting_id)
+            employer = employer if known is None or known.employer is None else known.employer
+        return listing.problems_by_board(posting, employer, self.employers)
+
     async def create(self, caller: Caller, posting: Posting, request_id: str | None) -> PostingView:
         posting_id = create_id(caller.employer, request_id)
-        return await self._write(
-            caller, caller.employer, Action.CREATE, posting_id, request_id, posting, None
-        )
+        return await self._write(caller, Action.CREATE, posting_id, request_id, posting, None)
 
     async def replace(
         self, caller: Caller, posting_id: str, posting: Posting, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write(
-            caller, caller.acting_for, Action.REPLACE, posting_id, request_id, posting, expected
-        )
+        return await self._write(caller, Action.REPLACE, posting_id, request_id, posting, expected)
 
     async def delete(
         self, caller: Caller, posting_id: str, request_id: str | None, expected: int | None
     ) -> PostingView:
-        return await self._write(
-            caller, caller.acting_for, Action.DELETE, posting_id, request_id, None, expected
-        )
+        return await self._write(caller, Action.DELETE, posting_id, request_id, None, expected)
 
     async def get(self, caller: Caller, posting_id: str, strong: bool, timeout_s: float) -> PostingView:
         if strong:
@@ -207,7 +218,6 @@ class PostingService:
     async def _write(
         self,
         caller: Caller,
-        employer: str,
         action: Action,
         posting_id: str,
         request_id: str | None,
@@ -222,7 +232,8 @@ class PostingService:
             posting=posting,
             expected_version=expected,
             request_fingerprint=request_fingerprint(action, posting),
-            employer=employer,
+            employer=caller.employer,
+            operator=caller.operator,
             actor=caller.name,
         )
         # No verdict in time raises OutcomeUnknown (504): neither applied nor refused is known.
@@ -244,7 +255,7 @@ class PostingService:
         # request's own body is the posting at the version the reply names. An accepted
         # command of one employer is about that employer's posting; an operator's, about
         # the employer the view knows (read-your-writes waits for the view when it knows none).
-        owner = self._owner(employer, posting_id)
+        owner = self._owner(caller, action, posting_id)
         view = PostingView(
             posting_id,
             reply.version,
@@ -257,8 +268,8 @@ class PostingService:
             self.view.observe(view)
         return view
 
-    def _owner(self, employer: str, posting_id: str) -> str | None:
-        if employer != ANY_EMPLOYER:
-            return employer
+    def _owner(self, caller: Caller, action: Action, posting_id: str) -> str | None:
+        if action == Action.CREATE or not caller.operator:
+            return caller.employer
         known = self.view.get(posting_id)
         return None if known is None else known.employer

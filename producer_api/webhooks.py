@@ -28,6 +28,7 @@ from producer_api.read.log_view import StrongReadTimeout
 from producer_api.read.webhooks import EndpointsView, WebhookLetter, WebhookLettersView
 from producer_api.service import Unavailable
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import Outgoing
 from runtime.webhook_secrets import SecretBox, new_secret
 from schemas import codec
@@ -117,7 +118,7 @@ class WebhookService:
         self.overlap_ms = round(overlap_s * 1000)
         self.read_timeout_s = read_timeout_s
         self.write_timeout_s = write_timeout_s
-        self._producer = Producer(kafka.producer_config())
+        self._producer = KafkaClients(kafka).producer()
         self._changing: dict[str, asyncio.Lock] = {}
 
     def close(self) -> None:

@@ -8,12 +8,12 @@ of reconnects. With it the process exits at once with status 2 and one line per 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 
 # Errors that retrying cannot mend: the TLS handshake (a CA that did not sign the broker's
 # certificate, a host name the certificate does not name) or the SASL exchange failed.
@@ -34,8 +34,7 @@ def connected_admin(settings: KafkaSettings, timeout_s: float | None = None) -> 
     errors: list[KafkaError] = []
     where = f"Kafka at {settings.bootstrap_servers} ({settings.security_protocol})"
     try:
-        config: dict[str, Any] = {**settings.client_config(), "error_cb": errors.append}
-        admin = AdminClient(config)
+        admin = KafkaClients(settings).admin(on_error=errors.append)
     except KafkaException as exc:  # an unknown property or a value librdkafka refuses
         raise StartRefused([f"the Kafka settings are refused: {exc.args[0].str()}"]) from exc
     timeout_s = timeout_s or settings.start_timeout_s

@@ -1,8 +1,8 @@
 """Kafka connection settings shared by every deployable, as one typed object.
 
-Every producer uses `partitioner=murmur2_random` (Java's partitioner, so commands and
-postings co-partition the same way Java tools and Kafka Connect would), `acks=all` and
-idempotence; every reader of a transactional topic uses `read_committed`.
+The clients themselves are made by `runtime.kafka_clients`, from `client_config()`; here are
+the settings and the helpers every reader shares (a poll that does not wait for a full
+batch, where a partition ends, which events are records, the lag metric).
 """
 
 from __future__ import annotations
@@ -19,20 +19,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime import kafka_properties
 
-# A broker that stalls (SIGSTOP, a long pause) keeps its connections open: a request sent to
-# it waits for librdkafka's socket timeout (60 s by default) before the client asks where
-# the partition's new leader is, long after Kafka moved it (broker.session.timeout.ms). The
-# clients on the write path (the API's command producer and reply reader, the sequencer)
-# give up on a silent broker after this long instead.
-STALLED_BROKER = {"socket.timeout.ms": 5_000}
-
-# A reader no answer waits on (the board consumers, the indexer, the API's delivery views)
-# lets the broker gather up to 100 ms of records into one fetch instead of answering every
-# append on its own (fetch.min.bytes 1): at 100 updates/s each such reader then wakes ten
-# times a second rather than a hundred, and its batch (a board call, a search bulk, a store
-# write) carries what arrived meanwhile. A full fetch is answered at once.
-GATHERED_FETCH = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 256 * 1024}
-
 
 class KafkaSettings(BaseSettings):
     """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`).
@@ -40,7 +26,8 @@ class KafkaSettings(BaseSettings):
     Any librdkafka property passes through, from `JOBPOST_KAFKA_CONFIG__<PROPERTY>`
     variables or the properties file `JOBPOST_KAFKA_CONFIG_FILE` (the variables win); see
     `runtime.kafka_properties` for how a name is written. Every client of every component
-    (producers, consumers, admin clients) is made from `client_config()`, so all get them.
+    (producers, consumers, admin clients) is made from `client_config()` by
+    `runtime.kafka_clients.KafkaClients`, so all get them.
     Passwords, secrets and private keys are SecretStr: never in a repr, a log or an error.
     """
 
@@ -136,46 +123,6 @@ class KafkaSettings(BaseSettings):
                 value
             )
         return env
-
-    def producer_config(self, **overrides: Any) -> dict[str, Any]:
-        return {
-            **self.client_config(),
-            "partitioner": "murmur2_random",
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 2,
-            **overrides,
-        }
-
-    def consumer_config(self, group_id: str, **overrides: Any) -> dict[str, Any]:
-        return {
-            **self.client_config(),
-            "group.id": group_id,
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            **overrides,
-        }
-
-    def member_config(
-        self, group_id: str, session_timeout_ms: int, instance_id: str | None = None
-    ) -> dict[str, Any]:
-        """A consumer-group member that keeps its partitions across rebalances where it can
-        (cooperative-sticky) and is declared dead after `session_timeout_ms` of silence.
-        With `instance_id` it is a static member (`group.instance.id`): a member that comes
-        back with the same id within the session timeout takes its partitions back without
-        a rebalance of the others; no two live members may share one."""
-        static = {} if instance_id is None else {"group.instance.id": instance_id}
-        return self.consumer_config(
-            group_id,
-            **{
-                "partition.assignment.strategy": "cooperative-sticky",
-                "session.timeout.ms": session_timeout_ms,
-                "heartbeat.interval.ms": max(1000, session_timeout_ms // 5),
-                **static,
-            },
-        )
 
 
 def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Message]:

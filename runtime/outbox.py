@@ -75,8 +75,11 @@ def deliver_all(
                 return False
         if not failed:
             return True
-        log.warning("%d records were not acknowledged (e.g. to %s); producing them again",
-                    len(failed), failed[0].topic)  # fmt: skip
+        log.warning(
+            "%d records were not acknowledged (e.g. to %s); producing them again",
+            len(failed),
+            failed[0].topic,
+        )
         deadline = time.monotonic() + _backoff(attempt, max_wait_s)
         while time.monotonic() < deadline:
             if should_stop():

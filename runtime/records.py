@@ -42,8 +42,13 @@ def note_poison(reader: str, message: Message, reason: str) -> None:
     """Count and log a poison record (the caller dead-letters or skips it)."""
     POISON_RECORDS.labels(reader).inc()
     where = f"{message.topic()}/{message.partition()}@{message.offset()}"
-    log.error("%s: unusable record at %s: %s", reader, where, reason,
-              extra={"partition": message.partition(), "offset": message.offset()})  # fmt: skip
+    log.error(
+        "%s: unusable record at %s: %s",
+        reader,
+        where,
+        reason,
+        extra={"partition": message.partition(), "offset": message.offset()},
+    )
 
 
 def text_key(message: Message) -> str:

@@ -15,11 +15,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from runtime import records
 from runtime.dead_letters import DeadLetter
 from runtime.kafka import KafkaSettings, end_offset
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import Outgoing
 from schemas import codec
 from schemas.enums import DeliveryOutcome, Destination
@@ -57,10 +58,15 @@ def requests_for(letters: Iterable[DeadLetter], requested_by: str, partitions: i
         if update is None or value is None:
             continue
         request = RedriveRequest(
-            request_id=uuid.uuid4().hex, posting_id=update.posting_id, version=update.version, update=value,
-            letter_partition=letter.partition, letter_offset=letter.offset, requested_by=requested_by,
+            request_id=uuid.uuid4().hex,
+            posting_id=update.posting_id,
+            version=update.version,
+            update=value,
+            letter_partition=letter.partition,
+            letter_offset=letter.offset,
+            requested_by=requested_by,
             requested_at=now,
-        )  # fmt: skip
+        )
         made.append(Requested(request, partition_for(update.posting_id, partitions)))
     return made
 
@@ -68,7 +74,7 @@ def requests_for(letters: Iterable[DeadLetter], requested_by: str, partitions: i
 def events_end(kafka: KafkaSettings, topics: Topics, partitions: Iterable[int]) -> dict[int, int]:
     """Where `jobpost.delivery-events` ends now on these partitions (read the outcomes from
     there: take it before the requests are written)."""
-    probe = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-redrive-probe-{uuid.uuid4().hex[:8]}"))
+    probe = KafkaClients(kafka).probe(f"{kafka.topic_prefix}-redrive-probe-{uuid.uuid4().hex[:8]}")
     try:
         return {p: end_offset(probe, topics.delivery_events, p) for p in sorted(set(partitions))}
     finally:
@@ -85,7 +91,7 @@ def outcomes(
     found: dict[str, DeliveryEvent] = {}
     if not left or not start:
         return found
-    reader = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-redrive-outcomes-{uuid.uuid4().hex[:8]}"))
+    reader = KafkaClients(kafka).reader(f"{kafka.topic_prefix}-redrive-outcomes-{uuid.uuid4().hex[:8]}")
     try:
         reader.assign([TopicPartition(topics.delivery_events, p, offset) for p, offset in start.items()])
         deadline = time.monotonic() + timeout_s

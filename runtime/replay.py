@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from runtime.kafka import KafkaSettings, coordinates, poll_batch
+from runtime.kafka_clients import KafkaClients
 
 
 def replay(
@@ -31,13 +32,7 @@ def replay(
     wanted = set(partitions)
     if not wanted:
         return {}
-    # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for
-    # records before the end is reported: every restore of a sequencer partition paid it.
-    consumer = Consumer(
-        kafka.consumer_config(
-            f"replay-{uuid.uuid4().hex}", **{"enable.partition.eof": True, "fetch.wait.max.ms": 20}
-        )
-    )
+    consumer = KafkaClients(kafka).reader(f"replay-{uuid.uuid4().hex}", ends=True, prompt_end=True)
     ends: dict[int, int] = {}
     try:
         consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])

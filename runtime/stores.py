@@ -25,14 +25,14 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from confluent_kafka import Consumer, Message, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Message, TopicCollection, TopicPartition
 from prometheus_client import Counter, Gauge
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteBufferManager
 
 from runtime.kafka import KafkaSettings, coordinates
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class StateSettings(BaseSettings):
 
 def source_identity(kafka: KafkaSettings, topic: str) -> str:
     """`<cluster id>/<topic id>`: what a store's content is derived from."""
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     cluster = admin.list_topics(topic, timeout=10).cluster_id or "unknown-cluster"
     description = admin.describe_topics(TopicCollection([topic]), request_timeout=10)[topic].result(15)
     return f"{cluster}/{description.topic_id}"
@@ -263,7 +263,7 @@ class Stores:
         stable offset): read from its checkpoint, hand each record to `fold`, write what
         it returns with the record's offset as the new checkpoint, in batches."""
         store = self.get(partition)
-        probe = Consumer(self.kafka.consumer_config(f"restore-probe-{uuid.uuid4().hex}"))
+        probe = KafkaClients(self.kafka).probe(f"restore-probe-{uuid.uuid4().hex}")
         try:
             start, end = probe.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=10, cached=False

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from runtime.connection import StartRefused, connected_admin
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Topics, TopicSpec
 
 # Settings of a spec that are floors: a larger value keeps more, which the design allows.
@@ -112,8 +113,10 @@ def topic_problems(
         floor, value = int(spec.config[key]), _number(config.get(key))
         forever = key == "retention.ms" and value == -1
         if not forever and (value is None or value < floor):
-            problems.append(f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
-                            f"{_as_days(floor)}")  # fmt: skip
+            problems.append(
+                f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
+                f"{_as_days(floor)}"
+            )
     return problems
 
 
@@ -203,7 +206,7 @@ def delete_topics(settings: KafkaSettings, timeout: float = 60.0) -> list[str]:
     """Delete every topic of the settings' prefix (`<prefix>.*`): what a test or a benchmark
     made, so a long-lived development broker does not collect thousands of partitions (one
     ran out of heap at ~14,700). Returns the names deleted."""
-    admin = AdminClient(settings.client_config())
+    admin = KafkaClients(settings).admin()
     prefix = f"{settings.topic_prefix}."
     names = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
     for future in admin.delete_topics(names, operation_timeout=30).values() if names else []:

@@ -13,6 +13,7 @@ class AuditAction(StrEnum):
     DELETE = "postings.delete"
     REDRIVE = "ops.redrive"
     FAULTS = "ops.faults"
+    SNAPSHOT = "ops.snapshot"  # a replica's stores copied (every employer's postings)
     WEBHOOK_REGISTER = "webhooks.register"
     WEBHOOK_DELETE = "webhooks.delete"
     WEBHOOK_ROTATE = "webhooks.rotate"

@@ -75,6 +75,45 @@ class Destination(StrEnum):
     SEARCH = "search"
 
 
+class DescriptionFormat(StrEnum):
+    """How a posting's description is written (Avro `DescriptionFormat`): plain text, or HTML
+    cleaned to an allow-list when it was accepted."""
+
+    TEXT = "TEXT"
+    HTML = "HTML"
+
+
+class Workplace(StrEnum):
+    """Where the work is done (Avro `Workplace`): LinkedIn's workplaceTypes."""
+
+    ON_SITE = "ON_SITE"
+    HYBRID = "HYBRID"
+    REMOTE = "REMOTE"
+
+
+class EmploymentType(StrEnum):
+    """The kind of employment (Avro `EmploymentType`): LinkedIn's employmentStatus, Indeed's
+    jobTypes."""
+
+    FULL_TIME = "FULL_TIME"
+    PART_TIME = "PART_TIME"
+    CONTRACT = "CONTRACT"
+    TEMPORARY = "TEMPORARY"
+    INTERNSHIP = "INTERNSHIP"
+    VOLUNTEER = "VOLUNTEER"
+    OTHER = "OTHER"
+
+
+class SalaryPeriod(StrEnum):
+    """What a salary's amounts are paid per (Avro `SalaryPeriod`)."""
+
+    HOUR = "HOUR"
+    DAY = "DAY"
+    WEEK = "WEEK"
+    MONTH = "MONTH"
+    YEAR = "YEAR"
+
+
 def _by_symbol(enum: type[E]) -> dict[str, E]:
     """Members by Avro symbol: a dict lookup, where `enum(symbol)` costs ten times more on
     every decoded record. An unknown symbol is a KeyError (the codec's SerializationError)."""
@@ -87,3 +126,7 @@ _OUTCOMES = _by_symbol(Outcome)
 _STATUSES = _by_symbol(DeliveryStatus)
 _DESTINATIONS = _by_symbol(Destination)
 _DELIVERY_OUTCOMES = _by_symbol(DeliveryOutcome)
+_DESCRIPTION_FORMATS = _by_symbol(DescriptionFormat)
+_WORKPLACES = _by_symbol(Workplace)
+_EMPLOYMENT_TYPES = _by_symbol(EmploymentType)
+_SALARY_PERIODS = _by_symbol(SalaryPeriod)

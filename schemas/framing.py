@@ -49,7 +49,7 @@ class Registry:
     start (so writing never waits for the registry). `source`: the schema text behind any
     other id, asked for the first time a reader meets it and kept from then on. `write`:
     whether the process writes the registry format (False during the first step of a
-    migration: read both formats, write single-object, see the README)."""
+    migration: read both formats, write single-object; docs/operations/schema-registry.md)."""
 
     ids: dict[int, int]
     source: SchemaSource

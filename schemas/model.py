@@ -15,31 +15,90 @@ from typing import Any
 
 from schemas.enums import (
     _ACTIONS,
+    _DESCRIPTION_FORMATS,
     _DESTINATIONS,
+    _EMPLOYMENT_TYPES,
     _OPS,
     _OUTCOMES,
+    _SALARY_PERIODS,
     _STATUSES,
+    _WORKPLACES,
     Action,
     DeliveryStatus,
+    DescriptionFormat,
     Destination,
+    EmploymentType,
     Op,
     Outcome,
+    SalaryPeriod,
+    Workplace,
 )
 
 DEFAULT_EMPLOYER = "default"  # whose postings development tokens and records before employers write
-ANY_EMPLOYER = "*"  # an operator's commands: every employer's postings
+
+
+@dataclass(frozen=True, slots=True)
+class PostingLocation:
+    """One place the job is at (Avro `PostingLocation`): an ISO 3166 alpha-2 country, and
+    the city, region and postal code where the boards need them."""
+
+    country: str
+    city: str | None = None
+    region: str | None = None
+    postal_code: str | None = None
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "city": self.city,
+            "region": self.region,
+            "postal_code": self.postal_code,
+            "country": self.country,
+        }
+
+    @classmethod
+    def from_avro(cls, record: dict[str, Any]) -> PostingLocation:
+        return PostingLocation(record["country"], record["city"], record["region"], record["postal_code"])
+
+
+@dataclass(frozen=True, slots=True)
+class Salary:
+    """A salary range (Avro `Salary`): amounts in the ISO 4217 currency's major unit, per
+    period; no `max` is "from `min`"."""
+
+    min: float
+    currency: str
+    period: SalaryPeriod
+    max: float | None = None
+
+    def to_avro(self) -> dict[str, Any]:
+        return {"min": self.min, "max": self.max, "currency": self.currency, "period": self.period}
+
+    @classmethod
+    def from_avro(cls, record: dict[str, Any]) -> Salary:
+        return Salary(record["min"], record["currency"], _SALARY_PERIODS[record["period"]], record["max"])
+
+
+BOTH_BOARDS = (Destination.LINKEDIN, Destination.INDEED)
 
 
 @dataclass(frozen=True, slots=True)
 class Posting:
-    """The posting's content (Avro `PostingSnapshot`): its text and the optional fields the
-    job boards need for a real listing."""
+    """The posting's content (Avro `PostingSnapshot`): its text, where and how the job is
+    done, and the boards it goes to. `location` is the free text of records and clients
+    before `locations`; a posting accepted since carries `locations` instead."""
 
     title: str
     description: str
     notes: str = ""
     location: str | None = None
     apply_url: str | None = None
+    description_format: DescriptionFormat = DescriptionFormat.TEXT
+    locations: tuple[PostingLocation, ...] = ()
+    workplace: Workplace = Workplace.ON_SITE
+    employment_type: EmploymentType = EmploymentType.FULL_TIME
+    salary: Salary | None = None
+    expires_at: int | None = None  # epoch millis
+    boards: tuple[Destination, ...] = BOTH_BOARDS
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -48,12 +107,31 @@ class Posting:
             "notes": self.notes,
             "location": self.location,
             "apply_url": self.apply_url,
+            "description_format": self.description_format,
+            "locations": [place.to_avro() for place in self.locations],
+            "workplace": self.workplace,
+            "employment_type": self.employment_type,
+            "salary": None if self.salary is None else self.salary.to_avro(),
+            "expires_at": self.expires_at,
+            "boards": list(self.boards),
         }
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> Posting:
+        salary = record["salary"]
         return Posting(
-            record["title"], record["description"], record["notes"], record["location"], record["apply_url"]
+            record["title"],
+            record["description"],
+            record["notes"],
+            record["location"],
+            record["apply_url"],
+            _DESCRIPTION_FORMATS[record["description_format"]],
+            tuple(PostingLocation.from_avro(place) for place in record["locations"]),
+            _WORKPLACES[record["workplace"]],
+            _EMPLOYMENT_TYPES[record["employment_type"]],
+            None if salary is None else Salary.from_avro(salary),
+            record["expires_at"],
+            tuple(_DESTINATIONS[board] for board in record["boards"]),
         )
 
 
@@ -90,20 +168,13 @@ class PostingUpdate:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> PostingUpdate:
-        posting = record["posting"]  # built here, not by Posting.from_avro: one call less per record
         return PostingUpdate(
             record["posting_id"],
             record["version"],
             _OPS[record["op"]],
             record["idempotency_key"],
             record["request_id"],
-            Posting(
-                posting["title"],
-                posting["description"],
-                posting["notes"],
-                posting["location"],
-                posting["apply_url"],
-            ),
+            Posting.from_avro(record["posting"]),
             record["last_update_time_millis"],
             record["accepted_at"],
             record["request_fingerprint"],
@@ -124,9 +195,10 @@ class Command:
     expected_version: int | None = None
     correlation_id: str = ""
     request_fingerprint: str = ""
-    employer: str = DEFAULT_EMPLOYER  # the sender's; ANY_EMPLOYER for an operator
+    employer: str = DEFAULT_EMPLOYER  # the sender's (a create makes a posting of it)
     actor: str = ""  # the credential that sent it
     budget_ms: int = 0  # how long after its append time it may be applied (0: none given)
+    operator: bool = False  # the sender has the scope ops: any employer's posting
 
     @property
     def keyed(self) -> bool:
@@ -141,6 +213,7 @@ class Command:
             "correlation_id": self.correlation_id,
             "request_fingerprint": self.request_fingerprint,
             "employer": self.employer,
+            "operator": self.operator,
             "actor": self.actor,
             "posting_id": self.posting_id,
             "action": self.action,
@@ -165,6 +238,7 @@ class Command:
             record["employer"],
             record["actor"],
             record["budget_ms"],
+            record["operator"],
         )
 
 

@@ -11,10 +11,11 @@ it stays searchable or readable in the index (`DELETED_FIELDS`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from schemas.model import DEFAULT_EMPLOYER, Op, PostingUpdate
+from schemas.model import DEFAULT_EMPLOYER, Op, Posting, PostingUpdate
 
 Status = Literal["active", "deleted"]
 DELETED_FIELDS = ("id", "version", "status", "employer")  # what a deleted posting's document keeps
@@ -30,6 +31,15 @@ class SearchDocument:
     status: Status  # a DELETED version marks the document deleted, never removes it
     last_update_time: int  # epoch millis
     employer: str = DEFAULT_EMPLOYER  # whose posting (a document indexed before employers: the default's)
+    # The rest of the posting (locations, workplace, salary, boards...), stored and never
+    # searched, so a hit reads as the posting does on every other route: the Avro fields of
+    # `PostingSnapshot` other than the text above. Empty: a document indexed before them.
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def posting(self) -> Posting:
+        """The posting as the document holds it (a deleted one's: empty)."""
+        return Posting.from_avro({**_DEFAULTS, **self.listing, **_text(self)})
 
     @classmethod
     def of(cls, update: PostingUpdate) -> SearchDocument:
@@ -45,6 +55,7 @@ class SearchDocument:
             status="active",
             last_update_time=update.last_update_time_millis,
             employer=update.employer,
+            listing=_listing(posting),
         )
 
     def to_source(self) -> dict[str, Any]:
@@ -59,6 +70,7 @@ class SearchDocument:
             "status": self.status,
             "last_update_time": self.last_update_time,
             "employer": self.employer,
+            "listing": self.listing,
         }
 
     @classmethod
@@ -72,4 +84,19 @@ class SearchDocument:
             source["status"],
             source.get("last_update_time", 0),
             source.get("employer", DEFAULT_EMPLOYER),
+            source.get("listing") or {},
         )
+
+
+_TEXT = ("title", "description", "notes")
+_DEFAULTS = Posting("", "").to_avro()
+
+
+def _listing(posting: Posting) -> dict[str, Any]:
+    """The posting's Avro fields other than its text, as plain JSON (enum symbols as strings)."""
+    fields = {name: value for name, value in posting.to_avro().items() if name not in _TEXT}
+    return json.loads(json.dumps(fields))  # type: ignore[no-any-return]
+
+
+def _text(document: SearchDocument) -> dict[str, str]:
+    return {"title": document.title, "description": document.description, "notes": document.notes}

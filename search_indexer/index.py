@@ -37,6 +37,7 @@ def template(alias: str, index_description: bool, replicas: int) -> dict[str, An
                     "status": {"type": "keyword"},
                     "last_update_time": {"type": "date", "format": "epoch_millis"},
                     "employer": {"type": "keyword"},
+                    "listing": {"type": "object", "enabled": False},  # kept in _source, never searched
                 },
             },
         },

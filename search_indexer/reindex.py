@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 from elasticsearch import Elasticsearch
 
 from runtime import records
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas.model import PostingUpdate
 from schemas.topics import Topics
@@ -99,15 +100,20 @@ def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: 
     replay(settings.kafka, topic, partitions, loader.take, timeout_s=3600, start=ends)
     loader.flush()
     es.indices.refresh(index=target)
-    log.info("alias %s now points to %s (%d documents); previous: %s", settings.alias, target,
-             loader.documents, previous)  # fmt: skip
+    log.info(
+        "alias %s now points to %s (%d documents); previous: %s",
+        settings.alias,
+        target,
+        loader.documents,
+        previous,
+    )
     return ReindexReport(target, previous, loader.documents)
 
 
 def _records_in(kafka: KafkaSettings, topic: str, partitions: range) -> int:
     """How many records the partitions hold now (end minus start offsets; compaction and
     transaction markers make it an upper bound)."""
-    consumer = Consumer(kafka.consumer_config(f"reindex-size-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"reindex-size-{uuid.uuid4().hex}")
     try:
         bounds = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions]
     finally:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runtime.kafka import STALLED_BROKER, KafkaSettings
+from runtime.kafka import KafkaSettings
 from runtime.stores import StateSettings
 from schemas.topics import Component, Topics
 
@@ -64,34 +63,19 @@ class SequencerSettings(BaseSettings):
     def group(self) -> str:
         return self.group_id or Topics(self.kafka.topic_prefix).group(Component.SEQUENCER)
 
-    def producer_config(self) -> dict[str, Any]:
-        """The member's transactional producer."""
-        return self.kafka.producer_config(
-            **{
-                "transactional.id": f"{self.group}-{self.member_name}",
-                "transaction.timeout.ms": self.transaction_timeout_ms,
-                "linger.ms": 0,
-                # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS
-                # until the broker has written the markers; retrying after the default
-                # 100 ms (growing to 1 s) made every transaction take ~90 ms. Measured
-                # on a bare transactional loop: 70 ms -> 9 ms (5 ms) -> 6.5 ms (1 ms,
-                # at most 5 ms).
-                "retry.backoff.ms": 1,
-                "retry.backoff.max.ms": 5,
-                # librdkafka wants it no longer than the transaction timeout.
-                "socket.timeout.ms": min(STALLED_BROKER["socket.timeout.ms"], self.transaction_timeout_ms),
-            }
-        )
+    @property
+    def transactional_id(self) -> str:
+        """The member's transactional producer's: one per member name, so a member restarted
+        under its name fences its predecessor and aborts its open transaction."""
+        return f"{self.group}-{self.member_name}"
 
-    def member_config(self) -> dict[str, Any]:
-        """The member's consumer of jobpost.commands. A static member (an instance id given)
-        is assigned eagerly: cooperative assignment withholds a moving partition for a
-        second rebalance that its previous owner starts once it has let it go; a session
-        that fails in between is replaced under the same instance id without a rebalance,
-        so nobody starts it and the partition stays unassigned (`make chaos` left three of
-        six partitions without a sequencer for the rest of the run). A dynamic member's
-        replacement is a new member, which always rebalances: it stays cooperative."""
-        member = self.kafka.member_config(self.group, self.session_timeout_ms, instance_id=self.instance_id)
-        if self.instance_id is not None:
-            member["partition.assignment.strategy"] = "range"
-        return {**member, **STALLED_BROKER}
+    @property
+    def assigned_eagerly(self) -> bool:
+        """A static member (an instance id given) is assigned eagerly: cooperative assignment
+        withholds a moving partition for a second rebalance that its previous owner starts
+        once it has let it go; a session that fails in between is replaced under the same
+        instance id without a rebalance, so nobody starts it and the partition stays
+        unassigned (`make chaos` left three of six partitions without a sequencer for the
+        rest of the run). A dynamic member's replacement is a new member, which always
+        rebalances: it stays cooperative."""
+        return self.instance_id is not None

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from schemas.changelog import KeyUse, SequencerState
 from schemas.model import (
-    ANY_EMPLOYER,
     DEFAULT_EMPLOYER,
     Action,
     Command,
@@ -77,8 +76,10 @@ class PostingState:
     posting: Posting | None = None  # the text, only while its version is being written
     employer: str = DEFAULT_EMPLOYER  # whose posting it is; never changes
 
-    def belongs_to(self, employer: str) -> bool:
-        return employer in (ANY_EMPLOYER, self.employer)
+    def reachable_by(self, command: Command) -> bool:
+        """Whether the command's sender may change this posting: its own employer's, or any
+        for an operator (a flag of the command, never an employer value)."""
+        return command.operator or command.employer == self.employer
 
     def as_result(self) -> Result:
         return Result(Outcome.ACCEPTED, self.version, self.deleted, self.last_update_time_millis)
@@ -203,7 +204,7 @@ class PartitionState:
         request already applied (that answer is the original one: it writes nothing)."""
         action = command.action
         state = self.get(command.posting_id)
-        if state is not None and not state.belongs_to(command.employer):
+        if state is not None and not state.reachable_by(command):
             # Another employer's posting is answered as if it did not exist, before any key
             # is looked at: nothing of it (not even a replayed result) reaches this sender.
             outcome = Outcome.ALREADY_EXISTS if action == Action.CREATE else Outcome.NOT_FOUND
@@ -250,10 +251,8 @@ class PartitionState:
             raise ValueError(f"a {command.action} of {command.posting_id!r} without a posting")
         posting_id = command.posting_id
         current = self.pending.get(posting_id)
-        if current is not None:
-            employer = current.employer
-        else:  # a create: the sender's, or the default one for an operator's
-            employer = DEFAULT_EMPLOYER if command.employer == ANY_EMPLOYER else command.employer
+        # An existing posting keeps its employer; a create makes one of the sender's.
+        employer = current.employer if current is not None else command.employer
         update = PostingUpdate(
             posting_id=posting_id,
             version=version,

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from runtime import records
 from runtime.kafka import coordinates, end_offset, is_record, produce_waiting
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
@@ -53,9 +54,7 @@ class Restorer:
         the changelog: the last stable offset (what a read_committed reader may see) has
         reached the high watermark. A dead owner's transaction ends at the latest after
         its timeout."""
-        probe = Consumer(self.settings.kafka.consumer_config(
-            f"{self.settings.group}-probe", **{"isolation.level": "read_uncommitted"}
-        ))  # fmt: skip
+        probe = KafkaClients(self.settings.kafka).probe(f"{self.settings.group}-probe", committed=False)
         deadline = time.monotonic() + self.settings.transaction_timeout_ms / 1000 + 30
         topics = (self.topics.postings, self.topics.sequencer_state)
         try:
@@ -125,7 +124,7 @@ class Restorer:
         there be another one, or the state not know where it is, the partition is read for
         it: slow, but never a stuck posting."""
         if self._texts is None:
-            self._texts = Consumer(self.settings.kafka.consumer_config(f"{self.settings.group}-texts"))
+            self._texts = KafkaClients(self.settings.kafka).reader(f"{self.settings.group}-texts")
         if offset >= 0:
             self._texts.assign([TopicPartition(self.topics.postings, number, offset)])
             deadline = time.monotonic() + 10

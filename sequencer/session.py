@@ -1,6 +1,15 @@
 """One session of a sequencer member: its consumer, transactional producer and state, from
 the group's committed offsets and the changelog until the first failure (see
-`sequencer.member`). Each poll becomes one Kafka transaction."""
+`sequencer.member`). Each poll becomes one Kafka transaction.
+
+Its consume loop is its own, not the board consumers' and the indexer's
+(`runtime.consume_loop`), because its work is a transaction: a command's offset is committed
+by the producer inside the transaction that writes its versions and its reply
+(`send_offsets_to_transaction` with the group's metadata, so a zombie member is fenced), never
+by the consumer after the work; a batch is finished as a whole, so there is no finished
+prefix to track; and it decides on the polling thread itself, with each partition's state
+restored inside the rebalance callback once the previous owner's transactions have settled,
+so there is no event loop to hand records to."""
 
 from __future__ import annotations
 
@@ -24,6 +33,7 @@ from prometheus_client import Counter, Histogram
 from runtime import records, write_stages
 from runtime.dead_letters import dead_letter
 from runtime.kafka import coordinates, end_offset, is_record, poll_batch, produce_waiting, record_lag
+from runtime.kafka_clients import KafkaClients, Statistics
 from schemas import codec
 from schemas.topics import Component, Topics
 from sequencer.clock import BrokerClock
@@ -56,6 +66,26 @@ class ClockUnknown(RuntimeError):
     """Kafka did not tell the time: jobpost.replies does not stamp LogAppendTime."""
 
 
+def member_clients(
+    settings: SequencerSettings, on_statistics: Statistics | None = None
+) -> tuple[Consumer, Producer]:
+    """A member's consumer of jobpost.commands (eager for a static member: see
+    `SequencerSettings.assigned_eagerly`) and its transactional producer, both on the write
+    path: they give up on a silent broker within seconds."""
+    clients = KafkaClients(settings.kafka)
+    consumer = clients.member(
+        settings.group,
+        session_timeout_ms=settings.session_timeout_ms,
+        instance_id=settings.instance_id,
+        eager=settings.assigned_eagerly,
+        write_path=True,
+    )
+    producer = clients.transactional(
+        settings.transactional_id, timeout_ms=settings.transaction_timeout_ms, on_statistics=on_statistics
+    )
+    return consumer, producer
+
+
 class Session:
     def __init__(
         self, settings: SequencerSettings, stopping: threading.Event, report: Report, clock: BrokerClock
@@ -73,8 +103,7 @@ class Session:
         self.came_up = False
         self.abandoned = False  # set by the member's thread: end as soon as Kafka lets us
         self.transaction = TransactionTimer()  # what the member's watch reads
-        self.consumer = Consumer(self.settings.member_config())
-        self.producer = Producer(self.settings.producer_config())
+        self.consumer, self.producer = member_clients(settings)
         self.restorer = Restorer(self.settings, self.consumer, self.producer)
         self.stores = self.restorer.stores
 
@@ -230,8 +259,10 @@ class Session:
         return changes
 
     def _commit_corrections(self, corrected: dict[int, ChangelogRecords]) -> None:
-        log.warning("correcting %d changelog records whose offsets were mispredicted",
-                    sum(len(puts) for puts in corrected.values()))  # fmt: skip
+        log.warning(
+            "correcting %d changelog records whose offsets were mispredicted",
+            sum(len(puts) for puts in corrected.values()),
+        )
         self.producer.begin_transaction()
         for number, puts in corrected.items():
             for key, value in puts:

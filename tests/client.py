@@ -20,9 +20,11 @@ from typing import Any
 
 import httpx
 
+from tests import postings
+
 # A field the posting sends by default, left out with `ABSENT` (a body without a title).
 ABSENT: Any = object()
-POSTING = {"title": "Data Engineer", "description": "Streaming pipelines", "notes": ""}
+POSTING = postings.body(0)  # a listable posting (tests/postings.py)
 
 
 class Answer(dict[str, Any]):

@@ -1,15 +1,17 @@
-"""What the tests need beyond jobpost.processes: an API process that hands out the test
+"""What the tests need beyond jobpost_dev.processes: an API process that hands out the test
 client, and reading the postings topic back."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import ssl
 
+import httpx
 from confluent_kafka import Message
 
-from jobpost import processes
-from jobpost.processes import (  # noqa: F401 - the tests import them from here
+from jobpost_dev import processes
+from jobpost_dev.processes import (  # noqa: F401 - the tests import them from here
     Process,
     free_port,
     kafka_env,
@@ -28,6 +30,37 @@ class ApiProcess(processes.ApiProcess):
     @functools.cached_property
     def client(self) -> ApiClient:
         return ApiClient(self.url, self.token)
+
+
+class SplitApi(ApiProcess):
+    """An API with an internal port (`internal_url`), whose readiness is asked there; with
+    `tls` (a certificate and its key, PEM), both ports serve HTTPS and `verify` is the
+    context a client checks them with."""
+
+    def __init__(
+        self, *args: object, tls: tuple[str, str] | None = None, ca: str | None = None, **env: str
+    ) -> None:
+        self.internal_port = free_port()
+        if tls is not None:
+            env = {**env, "JOBPOST_API_TLS_CERTFILE": tls[0], "JOBPOST_API_TLS_KEYFILE": tls[1]}
+        super().__init__(*args, JOBPOST_API_INTERNAL_PORT=str(self.internal_port), **env)  # type: ignore[arg-type]
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.internal_url = f"{scheme}://127.0.0.1:{self.internal_port}"
+        self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else True
+
+    def wait_ready(self, timeout: float = 60.0, needs: tuple[str, ...] = ("kafka", "sequencer")) -> None:
+        def ready() -> bool:
+            if self.popen.poll() is not None:
+                raise AssertionError(f"{self.name} exited:\n{self.log_tail()}")
+            try:
+                answer = httpx.get(f"{self.internal_url}/readyz", timeout=2, verify=self.verify)
+                checks = answer.json()["checks"]
+            except (httpx.HTTPError, ValueError, KeyError):
+                return False
+            return all(checks.get(n) for n in needs)
+
+        wait_until(ready, timeout, f"{self.name} to be ready on its internal port")
 
 
 def running_api(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from jobpost import stack
+from jobpost_dev import stack
 from runtime.kafka import KafkaSettings
 
 if TYPE_CHECKING:

@@ -32,7 +32,9 @@ import aiohttp
 from confluent_kafka import Message, Producer, TopicPartition
 
 from runtime import records
-from runtime.kafka import GATHERED_FETCH, coordinates
+from runtime.checkpoint import OffsetTracker
+from runtime.kafka import coordinates
+from runtime.kafka_clients import KafkaClients
 from runtime.webhook_secrets import SecretBox
 from schemas import codec
 from schemas.listing_events import ListingEvent
@@ -43,7 +45,6 @@ from webhooks.clock import Clock, SystemClock
 from webhooks.config import DispatcherSettings
 from webhooks.endpoints import EndpointRegistry
 from webhooks.lanes import DeliveryScheduler, Queued
-from webhooks.offsets import OffsetTracker
 from webhooks.outcomes import KafkaOutcomes
 from webhooks.polling import KafkaPolling, Offsets
 from webhooks.schedule import RetrySchedule
@@ -66,7 +67,7 @@ class Dispatcher:
         self.kafka = settings.kafka
         self.topics = Topics(settings.kafka.topic_prefix)
         self.clock = clock or SystemClock()
-        self.producer = Producer(settings.kafka.producer_config())
+        self.producer = KafkaClients(settings.kafka).producer()
         self.registry = EndpointRegistry(
             self.kafka, self.topics.webhooks, box, settings.registrations_check_s, self._endpoint_changed
         )
@@ -102,17 +103,21 @@ class Dispatcher:
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
-        member = {
-            **self.kafka.member_config(self.settings.group, self.settings.session_timeout_ms),
-            **GATHERED_FETCH,
-        }
         followers = {
             self.topics.listing_events: f"{self.settings.group}-events",
             self.topics.webhook_replays: f"{self.settings.group}-replays",
         }
         ordered = (self.topics.postings, self.topics.listing_events)
         self.polling = KafkaPolling(
-            self.kafka, member, self.topics.postings, followers, self.producer, self, self.loop, ordered
+            KafkaClients(self.kafka),
+            self.settings.group,
+            self.settings.session_timeout_ms,
+            self.topics.postings,
+            followers,
+            self.producer,
+            self,
+            self.loop,
+            ordered,
         )
         reports = _ProducerPolling(self.producer)
         reports.start()

@@ -22,6 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from runtime import records
 from runtime.kafka import KafkaSettings, is_record, poll_batch
+from runtime.kafka_clients import KafkaClients
 from runtime.webhook_secrets import SecretBox
 from schemas.listing_events import ListingEvent
 from schemas.webhooks import WebhookEndpoint
@@ -102,10 +103,10 @@ class EndpointRegistry:
 
     def _run(self) -> None:
         name = f"webhook-endpoints-{uuid.uuid4().hex}"
-        consumer = Consumer(self.kafka.consumer_config(name, **{"fetch.wait.max.ms": 50}))
+        consumer = KafkaClients(self.kafka).reader(name, prompt_end=True)
         # Ends are asked of a consumer of its own: a broker answers a connection's requests in
         # turn, so one asked of the reading consumer waits behind its fetch.
-        probe = Consumer(self.kafka.consumer_config(f"{name}-probe"))
+        probe = KafkaClients(self.kafka).probe(f"{name}-probe")
         try:
             partitions = sorted(consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])

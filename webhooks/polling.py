@@ -30,19 +30,18 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from runtime.kafka import (
-    GATHERED_FETCH,
-    KafkaSettings,
     coordinates,
     end_offset,
     is_record,
     poll_batch,
     record_lag,
 )
+from runtime.kafka_clients import KafkaClients
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +66,9 @@ class Sink(Protocol):
 class KafkaPolling:
     def __init__(
         self,
-        kafka: KafkaSettings,
-        member: dict[str, Any],
+        clients: KafkaClients,
+        group: str,
+        session_timeout_ms: int,
         member_topic: str,
         followers: dict[str, str],
         producer: Producer,
@@ -76,10 +76,12 @@ class KafkaPolling:
         loop: asyncio.AbstractEventLoop,
         ordered: tuple[str, ...] = (),
     ) -> None:
-        """`followers`: topic -> the group its offsets are committed under. `ordered`: the
-        topics (the member's, followers) whose reading `caught_up` waits for."""
-        self.kafka = kafka
-        self.member_config = member
+        """The member is in `group`; `followers`: topic -> the group its offsets are committed
+        under. `ordered`: the topics (the member's, followers) whose reading `caught_up` waits
+        for."""
+        self.clients = clients
+        self.group = group
+        self.session_timeout_ms = session_timeout_ms
         self.member_topic = member_topic
         self.follower_groups = followers
         self.producer = producer
@@ -127,12 +129,12 @@ class KafkaPolling:
 
     def _run(self) -> None:
         try:
-            self.consumer = Consumer({**self.member_config, "enable.partition.eof": True})
-            self.probe = Consumer(self.kafka.consumer_config(f"{self.member_config['group.id']}-probe"))
+            self.consumer = self.clients.member(
+                self.group, session_timeout_ms=self.session_timeout_ms, gathered=True, ends=True
+            )
+            self.probe = self.clients.probe(f"{self.group}-probe")
             for topic, group in self.follower_groups.items():
-                self.followers[topic] = Consumer(
-                    self.kafka.consumer_config(group, **GATHERED_FETCH, **{"enable.partition.eof": True})
-                )
+                self.followers[topic] = self.clients.reader(group, gathered=True, ends=True)
             self.consumer.subscribe(
                 [self.member_topic],
                 on_assign=self._on_assign,
@@ -275,7 +277,7 @@ class KafkaPolling:
                 log.warning("commit failed (will retry): %s", exc)
                 continue
             if consumer is self.consumer:
-                record_lag(consumer, self.member_config["group.id"], tps)
+                record_lag(consumer, self.group, tps)
 
 
 def _settle(future: asyncio.Future[float], value: float) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import uuid
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 from runtime import records
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas.listing_events import ListingEvent
 from schemas.topics import Topics
@@ -46,7 +47,7 @@ def events_since(kafka: KafkaSettings, partition: int, since_ms: int) -> list[Fo
 
 def _first_offset_at(kafka: KafkaSettings, topic: str, partition: int, since_ms: int) -> int | None:
     """The first offset whose timestamp is at or after `since_ms`; None when there is none."""
-    consumer = Consumer(kafka.consumer_config(f"webhook-replay-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"webhook-replay-{uuid.uuid4().hex}")
     try:
         [found] = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout=10)
     finally:

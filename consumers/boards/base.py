@@ -1,4 +1,4 @@
-"""What a job board's adapter is to the delivery runner: the one interface between the
+"""What a job board's adapter is to the board consumer: the one interface between the
 board's wire (`consumers.boards.linkedin`, `.indeed`) and the lanes and the destination
 that share the board (`consumers.lanes`, `consumers.destination`).
 

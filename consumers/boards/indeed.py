@@ -59,8 +59,9 @@ from consumers.boards.base import (
     TokenRefused,
     Unsure,
 )
-from consumers.boards.employers import EmployerRegistry
 from consumers.boards.settings import BoardSettings
+from listing import indeed_rules
+from listing.employers import Employer, EmployerRegistry
 from schemas.model import Destination, Op, PostingUpdate
 
 UPSERT_FIELD = "createSourcedJobPostings"
@@ -145,29 +146,29 @@ class IndeedAdapter:
         self, query: str, given: dict[str, Any], updates: Sequence[PostingUpdate], token: str
     ) -> Answer:
         return await call(
-            self.client, self.destination, "POST", f"{self.settings.base_url}/graphql",
+            self.client,
+            self.destination,
+            "POST",
+            f"{self.settings.base_url}/graphql",
             headers={
                 "Authorization": f"Bearer {token}",
                 "Idempotency-Key": idempotency_keys(updates),
             },
             timeout_s=self.settings.timeout_s,
             json_body={"query": query, "variables": {"input": given}},
-        )  # fmt: skip
+        )
 
     def _job(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)
         if employer is None or employer.indeed is None:
-            return Rejected(
-                f"employer {update.employer!r} has no Indeed employer in the employer registry "
-                f"({self.employers.source}; set {IndeedSettings.ENV}EMPLOYERS_FILE)"
-            )
+            (problem,) = indeed_rules.employer_problems(update.employer, self.employers)
+            return Rejected(problem.detail)
         identity, posting = employer.indeed, update.posting
         published = datetime.fromtimestamp(update.last_update_time_millis / 1000, UTC)
-        location = {"country": identity.country, "cityRegionPostal": posting.location or employer.location}
         body = {
             "title": posting.title,
             "description": posting.description,
-            "location": location,
+            "location": _location(update, employer),
             "benefits": [],
         }
         source = {
@@ -183,6 +184,19 @@ class IndeedAdapter:
             "url": posting.apply_url or employer.apply_url,
         }
         return {"body": body, "metadata": _present(metadata)}
+
+
+def _location(update: PostingUpdate, employer: Employer) -> dict[str, Any]:
+    """The posting's first location (`country`, `cityRegionPostal`), or for a record from
+    before `locations` its free text and the employer's country."""
+    posting = update.posting
+    if not posting.locations:
+        country = employer.indeed.country if employer.indeed else None
+        return {"country": country, "cityRegionPostal": posting.location or employer.location}
+    place = posting.locations[0]
+    city_region = ", ".join(part for part in (place.city, place.region) if part)
+    city_region_postal = " ".join(part for part in (city_region, place.postal_code) if part)
+    return {"country": place.country, "cityRegionPostal": city_region_postal or None}
 
 
 def _results(answer: Answer, count: int, field: str) -> list[tuple[ElementOutcome, str | None]]:

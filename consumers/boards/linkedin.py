@@ -22,7 +22,8 @@ at most 50 per GET so the query stays under LinkedIn's 4 KB (check-job-posting-s
 Choices the documentation leaves open: CREATE for version 0, UPDATE for every later one
 (an UPDATE of a job LinkedIn never created fails in its task); `listedAt` is the version's
 `last_update_time_millis` (the record carries no creation time); a posting without a
-location or apply URL takes its employer's (`consumers.boards.employers`).
+location or apply URL takes its employer's (`listing.employers`); a posting's structured
+locations are sent as "City, Region, CC", the first as `location` (the rest are not sent yet).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ from consumers.boards.base import (
     TaskState,
     Unsure,
 )
-from consumers.boards.employers import EmployerRegistry
 from consumers.boards.settings import BoardSettings
+from listing import linkedin_rules
+from listing.employers import EmployerRegistry
 from runtime.http import retryable_status
-from schemas.model import Destination, Op, PostingUpdate
+from schemas.model import Destination, Op, Posting, PostingUpdate
 
 MOST_PER_CALL = 100
 TASK_IDS_PER_CALL = 50
@@ -87,7 +89,10 @@ class LinkedInAdapter:
         outcomes, sent = prepare(updates, self._element)
         if sent:
             answer = await call(
-                self.client, self.destination, "POST", f"{self.settings.base_url}/rest/simpleJobPostings",
+                self.client,
+                self.destination,
+                "POST",
+                f"{self.settings.base_url}/rest/simpleJobPostings",
                 headers={
                     **self._headers(token),
                     "X-Restli-Protocol-Version": "2.0.0",
@@ -96,7 +101,7 @@ class LinkedInAdapter:
                 },
                 timeout_s=self.settings.timeout_s,
                 json_body={"elements": [element for _, element in sent]},
-            )  # fmt: skip
+            )
             answered = _element_outcomes(answer, [updates[i] for i, _ in sent])
             for (index, _), outcome in zip(sent, answered, strict=True):
                 outcomes[index] = outcome
@@ -107,10 +112,14 @@ class LinkedInAdapter:
         for start in range(0, len(task_ids), TASK_IDS_PER_CALL):
             chunk = task_ids[start : start + TASK_IDS_PER_CALL]
             answer = await call(
-                self.client, self.destination, "GET", f"{self.settings.base_url}/rest/simpleJobPostingTasks",
-                headers=self._headers(token), timeout_s=self.settings.timeout_s,
+                self.client,
+                self.destination,
+                "GET",
+                f"{self.settings.base_url}/rest/simpleJobPostingTasks",
+                headers=self._headers(token),
+                timeout_s=self.settings.timeout_s,
                 params=[("ids", task_id) for task_id in chunk],
-            )  # fmt: skip
+            )
             found.update(_task_outcomes(answer, chunk))
         return found
 
@@ -120,10 +129,8 @@ class LinkedInAdapter:
     def _element(self, update: PostingUpdate) -> Element | Rejected:
         employer = self.employers.get(update.employer)
         if employer is None or employer.linkedin is None:
-            return Rejected(
-                f"employer {update.employer!r} has no LinkedIn organization in the employer registry "
-                f"({self.employers.source}; set {LinkedInSettings.ENV}EMPLOYERS_FILE)"
-            )
+            (problem,) = linkedin_rules.employer_problems(update.employer, self.employers)
+            return Rejected(problem.detail)
         posting = update.posting
         operation = "CREATE" if update.version == 0 else "UPDATE"
         if update.op == Op.DELETED:
@@ -136,10 +143,20 @@ class LinkedInAdapter:
             "title": posting.title,
             "description": posting.description,
             "listedAt": update.last_update_time_millis,
-            "location": posting.location or employer.location,
+            "location": _location(posting) or employer.location,
             "listingType": "BASIC",
         }
         return {name: value for name, value in element.items() if value is not None}
+
+
+def _location(posting: Posting) -> str | None:
+    """The posting's first location in one of LinkedIn's formats ("CITY, STATE, COUNTRY",
+    "POSTALCODE, COUNTRYCODE", "COUNTRY"), or a record's free text from before `locations`."""
+    if not posting.locations:
+        return posting.location
+    place = posting.locations[0]
+    parts = [place.city, place.region] if place.city else [place.postal_code]
+    return ", ".join([part for part in parts if part] + [place.country])
 
 
 def _element_outcomes(answer: Answer, updates: Sequence[PostingUpdate]) -> list[ElementOutcome]:

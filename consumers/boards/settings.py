@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr
 
-# The client the sandbox accepts (jobpost.sandbox.tokens names the same pair).
+# The client the sandbox accepts (jobpost_dev.sandbox.tokens names the same pair).
 SANDBOX_CLIENT_ID = "jobpost-sandbox"
 SANDBOX_CLIENT_SECRET = "sandbox-secret"
 OLD_SANDBOX_TOKEN = "sandbox"  # the static token the consumers sent before OAuth

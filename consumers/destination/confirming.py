@@ -2,47 +2,44 @@
 `Submitted(task_id)` waits in `confirm` until the task ended; one poller per destination
 asks the board about many tasks per call (`adapter.confirm`), every
 `task_poll_interval_s` at most per task, within the destination's request budget, through
-its circuit and with its token (`SharedDestination.call`). A poll that fails is tried again
-after the interval; while the circuit is open nobody polls (or the poll is the probe).
+its circuit and with its token (`BoardAccess`). A poll that fails is tried again after the
+interval; while the circuit is open nobody polls (or the poll is the probe). A change of the
+circuit's state wakes it, whoever caused it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
-from consumers.boards.base import BoardDown, CallFailed, TaskOutcome, Throttled
+from consumers.boards.base import BoardAdapter, BoardDown, CallFailed, TaskOutcome, Throttled
+from consumers.clock import Clock
 from consumers.destination import metrics
+from consumers.destination.access import BoardAccess
 from consumers.destination.tasks import TaskBook
-
-if TYPE_CHECKING:
-    from consumers.destination.shared import SharedDestination
 
 log = logging.getLogger(__name__)
 
 
 class TaskPoller:
-    def __init__(self, destination: SharedDestination, poll_interval_s: float, timeout_s: float) -> None:
-        self.destination = destination
+    def __init__(
+        self,
+        adapter: BoardAdapter,
+        access: BoardAccess,
+        clock: Clock,
+        poll_interval_s: float,
+        timeout_s: float,
+    ) -> None:
+        self.adapter = adapter
+        self.access = access
+        self.name = adapter.destination
+        self.clock = clock
         self.book = TaskBook(int(poll_interval_s * 1000), int(timeout_s * 1000))
         self._waiters: dict[str, asyncio.Future[TaskOutcome]] = {}
         self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        access.wakes(self._changed)
         self._failed_at: int | None = None
         self.asking = False  # a poll is in flight
-
-    def wake(self) -> None:
-        """Something the poller may be waiting for changed (the circuit)."""
-        self._changed.set()
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._poll())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def confirm(self, task_id: str, submitted_at: int) -> TaskOutcome:
         """Where the task ended: SUCCEEDED, FAILED (with the board's error), or IN_PROGRESS
@@ -60,8 +57,9 @@ class TaskPoller:
                 self.book.forget(task_id)
                 self._gauge()
 
-    async def _poll(self) -> None:
-        clock = self.destination.clock
+    async def poll(self) -> None:
+        """Ask about the tasks as they are due, until cancelled."""
+        clock = self.clock
         while True:
             self._changed.clear()
             now = clock.now_ms()
@@ -81,57 +79,57 @@ class TaskPoller:
             due = max(due, self._failed_at + self.book.poll_interval_ms - now)
         if due > 0:
             return due
-        budget = self.destination.budget.wait_ms(now, 0)
+        budget = self.access.budget.wait_ms(now, 0)
         if budget > 0:
             return budget
-        permit = self.destination.may_call(now)
+        permit = self.access.may_call(now)
         if not permit.call:
             # None: a probe is in flight; its end wakes this poller, the interval is a backstop
             return permit.wait_ms if permit.wait_ms is not None else self.book.poll_interval_ms
         return 0
 
     async def _ask(self, now: int) -> None:
-        destination = self.destination
-        asked = self.book.due(now, destination.adapter.max_batch)
+        access, clock = self.access, self.clock
+        asked = self.book.due(now, self.adapter.max_batch)
         if not asked:
-            destination.release(now)  # the probe, if this was to be one
+            access.release(now)  # the probe, if this was to be one
             return
-        spent = destination.budget.spend(now, 0)
+        spent = access.budget.spend(now, 0)
         self.asking = True
         try:
-            found = await destination.call(lambda token: destination.adapter.confirm(asked, token))
+            found = await access.call(lambda token: self.adapter.confirm(asked, token))
         except Throttled as exc:
             self._failed("throttled")
-            destination.throttled(destination.clock.now_ms(), exc, spent)
+            access.throttled(clock.now_ms(), exc, spent)
             return
         except BoardDown as exc:
             self._failed("board_down")
-            destination.board_down(destination.clock.now_ms(), exc)
+            access.board_down(clock.now_ms(), exc)
             return
         except CallFailed as exc:
             self._failed("failed")
-            destination.call_failed(destination.clock.now_ms(), [f"task {asked[0]}"], str(exc))
+            access.call_failed(clock.now_ms(), [f"task {asked[0]}"], str(exc))
             return
         except Exception as exc:  # an adapter's bug is that poll's failure: the circuit hears of it
             self._failed("failed")
-            log.exception("%s: unexpected failure asking about tasks", destination.name)
+            log.exception("%s: unexpected failure asking about tasks", self.name)
             reason = f"unexpected {type(exc).__name__} asking about tasks"
-            destination.call_failed(destination.clock.now_ms(), [f"task {asked[0]}"], reason)
+            access.call_failed(clock.now_ms(), [f"task {asked[0]}"], reason)
             return
         finally:
             self.asking = False
         self._failed_at = None
-        metrics.CALLS.labels(destination.name, "confirm", "answered").inc()
-        destination.answered(destination.clock.now_ms())
-        for task_id, outcome in self.book.answered(destination.clock.now_ms(), asked, found):
+        metrics.CALLS.labels(self.name, "confirm", "answered").inc()
+        access.answered(clock.now_ms())
+        for task_id, outcome in self.book.answered(clock.now_ms(), asked, found):
             waiter = self._waiters.pop(task_id, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(outcome)
         self._gauge()
 
     def _failed(self, outcome: str) -> None:
-        metrics.CALLS.labels(self.destination.name, "confirm", outcome).inc()
-        self._failed_at = self.destination.clock.now_ms()
+        metrics.CALLS.labels(self.name, "confirm", outcome).inc()
+        self._failed_at = self.clock.now_ms()
 
     def _gauge(self) -> None:
-        metrics.TASKS_IN_PROGRESS.labels(self.destination.name).set(len(self.book))
+        metrics.TASKS_IN_PROGRESS.labels(self.name).set(len(self.book))

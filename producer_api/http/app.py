@@ -16,17 +16,19 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from listing.employers import EmployerRegistry
 from producer_api.audit import Audit
 from producer_api.bulkhead import Bulkhead
 from producer_api.commands import CommandClient, OutcomeUnknown
 from producer_api.config import ApiSettings
 from producer_api.http import answers, docs, problems
+from producer_api.http.bodies import BodyReader
+from producer_api.http.gate import Gate
 from producer_api.http.headers import SecurityHeaders
 from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
-from producer_api.http.problems import Problem
-from producer_api.http.routes import batch, health, operations, postings, snapshot, webhooks
+from producer_api.http.routes import batch, health, operations, postings, snapshot, validation, webhooks
 from producer_api.operations import Operations
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
@@ -61,7 +63,13 @@ def create_app(
         app.state.identity = identity or Identity.of(settings)
         if settings.peers() and not has_state(settings.state.dir, PostingsView.reader):
             # A new replica: a live one's stores, then only what came since, from Kafka.
-            await asyncio.to_thread(fetch, settings.peers(), settings.peer_token(), settings.state.dir)
+            await asyncio.to_thread(
+                fetch,
+                settings.peers(),
+                settings.peer_token(),
+                settings.state.dir,
+                verify=settings.peer_verify(),
+            )
         commands = CommandClient(settings.kafka, settings.command_budget_s, settings.write_timeout_s)
         view = PostingsView(settings.kafka, settings.state)
         deliveries = DeliveriesView(settings.kafka, settings.state)
@@ -85,7 +93,15 @@ def create_app(
         strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
         search = TitleSearch(settings.elasticsearch, settings.search_alias, searches)
         app.state.service = PostingService(
-            commands, view, deliveries, search, settings.write_timeout_s, events, audit, strong_reads
+            commands,
+            view,
+            deliveries,
+            search,
+            settings.write_timeout_s,
+            events,
+            audit,
+            strong_reads,
+            EmployerRegistry.load(settings.employers_file),
         )
         app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
@@ -131,11 +147,15 @@ def create_app(
     async def _refused(_request: Request, exc: PostingError | Unavailable | OutcomeUnknown) -> Response:
         return answers.problem_for(exc).response()
 
+    # Outermost last: the port, the bound on requests in flight, the gate (who asks, before
+    # any body is read), then the body (within its limit and deadline), then FastAPI.
     app.add_middleware(
-        BodyLimit,
+        BodyReader,
         max_bytes=settings.max_body_bytes,
+        timeout_s=settings.body_read_timeout_s,
         per_path={batch.PATH: settings.max_batch_body_bytes},
     )
+    app.add_middleware(Gate, routes=app.router.routes)
     app.add_middleware(ConcurrencyLimit, limit=settings.max_concurrent_requests)
     if settings.internal_port is not None:
         app.add_middleware(PortSplit, internal_port=settings.internal_port)
@@ -144,8 +164,10 @@ def create_app(
     app.include_router(health.router)
     app.include_router(postings.router)
     app.include_router(batch.router)
+    app.include_router(validation.router)
     app.include_router(operations.router)
-    app.include_router(snapshot.router)
+    if settings.internal_port is not None:  # every employer's postings: on the internal port only
+        app.include_router(snapshot.router)
     app.include_router(webhooks.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
     if settings.docs:
@@ -190,34 +212,3 @@ class RequestTimer:
             if timing.resumed is not None:  # a write that was sequenced
                 write_stages.observe("respond", finished - timing.resumed)
                 write_stages.observe("request", finished - started)
-
-
-class BodyLimit:
-    """413 for a body over the limit, whether Content-Length says so or the stream does."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.per_path = per_path or {}  # routes with a limit of their own (a batch carries 100 postings)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        max_bytes = self.per_path.get(scope["path"], self.max_bytes)
-        too_large = Problem(413, "Payload too large", f"the body is over {max_bytes} bytes")
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-            await too_large.response()(scope, receive, send)
-            return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > max_bytes:
-                raise too_large  # FastAPI re-raises it from body parsing; its handler answers
-            return message
-
-        await self.app(scope, limited, send)

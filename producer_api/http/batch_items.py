@@ -12,13 +12,16 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from producer_api.batch import Write
+from producer_api.callers import Caller
 from producer_api.config import ApiSettings
 from producer_api.http.batch_models import BatchItemIn
 from producer_api.http.deps import IdempotencyKeyHeader, IfMatch, version_in
 from producer_api.http.models import PostingIn
+from producer_api.http.posting_body import check_limits, refusal, to_posting
 from producer_api.http.problems import Problem, validation_errors, validation_problem
-from producer_api.http.routes.postings import PostingId, check_limits, to_posting
-from schemas.model import Action
+from producer_api.http.routes.postings import PostingId
+from producer_api.service import PostingService
+from schemas.model import Action, Posting
 
 _IF_MATCH: TypeAdapter[str | None] = TypeAdapter(IfMatch)
 _KEY: TypeAdapter[str | None] = TypeAdapter(IdempotencyKeyHeader)
@@ -34,8 +37,11 @@ _NOT_TAKEN = {
 }
 
 
-def write_of(item: BatchItemIn, settings: ApiSettings) -> Write | Problem:
-    """The write the item asks for, or the problem it is refused with."""
+def write_of(
+    item: BatchItemIn, settings: ApiSettings, service: PostingService, caller: Caller
+) -> Write | Problem:
+    """The write the item asks for, or the problem it is refused with (a posting a board it
+    targets would refuse included, pointed at the item's `posting`)."""
     misplaced = [
         {"loc": [name], "msg": f"not taken by {item.op}: {why}", "type": "extra_forbidden"}
         for name, why in _NOT_TAKEN[item.op].items()
@@ -56,18 +62,16 @@ def write_of(item: BatchItemIn, settings: ApiSettings) -> Write | Problem:
         errors += body_errors
     if errors:
         return validation_problem(validation_errors(errors))
+    posting: Posting | None = None
     if body is not None:
         try:
             check_limits(body, settings)
-        except Problem as refused:
+            posting = to_posting(body)
+        except Problem as invalid:
+            return invalid
+        if (refused := refusal(service.listing(caller, posting, item.id), body)) is not None:
             return refused
-    return Write(
-        _ACTIONS[item.op],
-        item.id,
-        None if body is None else to_posting(body),
-        item.idempotency_key,
-        version_in(item.if_match),
-    )
+    return Write(_ACTIONS[item.op], item.id, posting, item.idempotency_key, version_in(item.if_match))
 
 
 def _errors(rule: TypeAdapter[Any], value: Any, *where: str, required: bool = False) -> list[dict[str, Any]]:

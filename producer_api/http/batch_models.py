@@ -35,19 +35,34 @@ class BatchItemIn(BaseModel):
     posting: PostingBody = Field(default=None, description="the whole posting (create and replace)")
 
 
+_DESCRIPTION = (
+    "Our logistics platform plans and tracks two million parcel deliveries a day. You will design "
+    "and run the streaming pipelines that feed its routing and pricing models."
+)
 _EXAMPLE: dict[str, Any] = {
     "items": [
         {
             "op": "create",
             "idempotency_key": "ats-job-1041",
-            "posting": {"title": "Senior Data Engineer", "description": "Streaming pipelines"},
+            "posting": {
+                "title": "Senior Data Engineer",
+                "description": _DESCRIPTION,
+                "locations": [{"city": "Amsterdam", "country": "NL"}],
+                "apply_url": "https://careers.example.com/jobs/1041",
+            },
         },
         {
             "op": "replace",
             "id": "e3595d39-9dbf-5c81-9e43-d81572df4a36",
             "if_match": '"2"',
             "idempotency_key": "ats-job-1042-r7",
-            "posting": {"title": "Staff Data Engineer", "description": "Streaming pipelines"},
+            "posting": {
+                "title": "Staff Data Engineer",
+                "description": _DESCRIPTION,
+                "locations": [{"country": "NL"}],
+                "workplace": "remote",
+                "apply_url": "https://careers.example.com/jobs/1042",
+            },
         },
         {"op": "delete", "id": "0b7c6a52-41d2-5b7e-8f55-2f0c3d9a1e64"},
     ]

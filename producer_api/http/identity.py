@@ -3,7 +3,7 @@ file, OIDC JWTs), then that credential's request rate."""
 
 from __future__ import annotations
 
-from producer_api.callers import Caller
+from producer_api.callers import Caller, Unauthenticated
 from producer_api.config import ApiSettings
 from producer_api.credentials import Credentials, CredentialsFile
 from producer_api.http.limits import RateLimit
@@ -26,8 +26,11 @@ class Identity:
         oidc = OidcTokens(settings.oidc) if settings.oidc.enabled else None
         return cls(Credentials(settings.token_set(), file), oidc, RateLimit(settings.rate_limit))
 
-    async def caller(self, token: str) -> Caller | None:
+    async def caller(self, token: str) -> Caller:
+        """The caller `token` stands for; Unauthenticated (with its reason) when none."""
         found = self.credentials.caller(token)
-        if found is None and self.oidc is not None and self.oidc.looks_like_jwt(token):
-            found = await self.oidc.caller(token)
-        return found
+        if found is not None:
+            return found
+        if self.oidc is not None and self.oidc.looks_like_jwt(token):
+            return await self.oidc.caller(token)
+        raise Unauthenticated("unknown_token", "a token no credential has")

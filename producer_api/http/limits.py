@@ -43,13 +43,14 @@ class RateLimit:
         self.item = parse(rate) if rate else None
         self._limiter: SlidingWindowCounterRateLimiter | None = None
 
-    async def check(self, credential: str) -> None:
-        """Count one request of `credential`; a 429 Problem when it is over its rate."""
+    async def check(self, credential: str, requests: int = 1) -> None:
+        """Count `requests` of `credential` (a batch's items count one each); a 429 Problem
+        when that takes it over its rate (and none of them is counted)."""
         if self.item is None:
             return
         if self._limiter is None:
             self._limiter = SlidingWindowCounterRateLimiter(MemoryStorage())
-        if await self._limiter.hit(self.item, credential):
+        if await self._limiter.hit(self.item, credential, cost=requests):
             return
         REFUSED.labels("rate").inc()
         stats = await self._limiter.get_window_stats(self.item, credential)

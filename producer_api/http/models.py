@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from listing import iso
 from producer_api.read.progress import ProgressStatus
 from schemas.enums import Destination
 
@@ -29,9 +31,15 @@ Title = Annotated[
 ]
 Description = Annotated[str, Field(max_length=25_000), AfterValidator(_encodable)]
 Notes = Annotated[str, Field(max_length=2_000), AfterValidator(_encodable)]
-Location = Annotated[
+LegacyLocation = Annotated[
     str,
-    Field(min_length=1, max_length=200, description='where the job is, e.g. "Berlin, Germany" or "Remote"'),
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Deprecated: send `locations`. Free text read as one location when it can only mean "
+        'one place ("City, Country" by name or ISO code, or "City, Region, Country"), refused '
+        "(`location_unrecognized`) otherwise; never together with `locations`.",
+    ),
     AfterValidator(_encodable),
     AfterValidator(_not_blank),
 ]
@@ -43,27 +51,146 @@ ApplyUrl = Annotated[
 ]
 
 
-class PostingIn(BaseModel):
-    """A whole posting as a client writes it (create and replace)."""
+def _country(code: str) -> str:
+    found = iso.country(code)
+    if found is None:
+        raise ValueError("not an ISO 3166-1 alpha-2 country code (e.g. DE, US)")
+    return found
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "title": "Senior Data Engineer",
-                    "description": "Build streaming pipelines.",
-                    "notes": "remote",
-                }
-            ]
-        },
-    )
+
+def _currency(code: str) -> str:
+    found = iso.currency(code)
+    if found is None:
+        raise ValueError("not an ISO 4217 currency code (e.g. EUR, USD)")
+    return found
+
+
+def _in_the_future(moment: datetime) -> datetime:
+    if moment <= datetime.now(UTC):
+        raise ValueError("must be in the future")
+    return moment
+
+
+Place = Annotated[
+    str, Field(min_length=1, max_length=100), AfterValidator(_encodable), AfterValidator(_not_blank)
+]
+Country = Annotated[
+    str,
+    Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2, e.g. DE"),
+    AfterValidator(_country),
+]
+Currency = Annotated[
+    str, Field(min_length=3, max_length=3, description="ISO 4217, e.g. EUR"), AfterValidator(_currency)
+]
+Amount = Annotated[float, Field(gt=0, le=1_000_000_000, allow_inf_nan=False)]
+Board = Literal["linkedin", "indeed"]
+BOARD_NAMES: tuple[Board, ...] = ("linkedin", "indeed")
+DescriptionFormatName = Literal["text", "html"]
+WorkplaceName = Literal["on_site", "hybrid", "remote"]
+EmploymentTypeName = Literal[
+    "full_time", "part_time", "contract", "temporary", "internship", "volunteer", "other"
+]
+SalaryPeriodName = Literal["hour", "day", "week", "month", "year"]
+
+
+class LocationIn(BaseModel):
+    """One place the job is at: a country, and the city, region and postal code the boards
+    need for a job that is not remote."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    city: Place | None = None
+    region: Place | None = Field(default=None, description="state, province or county")
+    postal_code: Annotated[str, Field(min_length=1, max_length=20), AfterValidator(_not_blank)] | None = None
+    country: Country
+
+
+class SalaryIn(BaseModel):
+    """A salary range in a currency's major unit (55000.0 EUR a year); no `max` is "from
+    `min`"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: Amount
+    max: Amount | None = None
+    currency: Currency
+    period: SalaryPeriodName
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SalaryIn:
+        if self.max is not None and self.max < self.min:
+            raise ValueError("max must not be less than min")
+        return self
+
+
+def _unique(boards: list[Board]) -> list[Board]:
+    if len(set(boards)) != len(boards):
+        raise ValueError("names a board twice")
+    return boards
+
+
+_EXAMPLE: dict[str, Any] = {
+    "title": "Senior Data Engineer",
+    "description": "<p>Join the platform team that moves every order, payment and delivery event of "
+    "our marketplace through Kafka.</p><ul><li>Design streaming pipelines in Python and SQL</li>"
+    "<li>Own their reliability, from schema evolution to on-call</li></ul>",
+    "description_format": "html",
+    "locations": [{"city": "Berlin", "region": "Berlin", "postal_code": "10115", "country": "DE"}],
+    "workplace": "hybrid",
+    "employment_type": "full_time",
+    "salary": {"min": 70000, "max": 90000, "currency": "EUR", "period": "year"},
+    "apply_url": "https://careers.example.com/jobs/senior-data-engineer-berlin",
+    "boards": ["linkedin", "indeed"],
+}
+
+
+class PostingIn(BaseModel):
+    """A whole posting as a client writes it (create and replace). Each board in `boards`
+    must be able to list it: what one would refuse answers 422 with one entry per problem
+    (`POST /postings:validate` checks without writing)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_EXAMPLE]})
 
     title: Title
     description: Description
-    notes: Notes = ""
-    location: Location | None = None
+    description_format: DescriptionFormatName = Field(
+        default="text", description="html: cleaned to p br b strong i em u ul ol li h1-h6 when accepted"
+    )
+    notes: Notes = Field(default="", description="internal, never sent to a board")
+    locations: list[LocationIn] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=8,
+        description="where the job is, the first the primary one (required, unless the deprecated "
+        "`location` is sent); a remote job: its country",
+    )
+    workplace: WorkplaceName = "on_site"
+    employment_type: EmploymentTypeName = "full_time"
+    salary: SalaryIn | None = None
     apply_url: ApplyUrl | None = None
+    expires_at: Annotated[AwareDatetime, AfterValidator(_in_the_future)] | None = Field(
+        default=None, description="RFC 3339, in the future: when the posting closes at its boards"
+    )
+    boards: Annotated[list[Board], Field(max_length=2), AfterValidator(_unique)] = Field(
+        default_factory=lambda: list(BOARD_NAMES),
+        description="the job boards it goes to (default both); [] for search only",
+    )
+    # Deprecated in the OpenAPI description only (pydantic's own flag warns on every read).
+    location: LegacyLocation | None = Field(default=None, json_schema_extra={"deprecated": True})
+
+
+class LocationOut(BaseModel):
+    city: str | None
+    region: str | None
+    postal_code: str | None
+    country: str
+
+
+class SalaryOut(BaseModel):
+    min: float
+    max: float | None
+    currency: str
+    period: SalaryPeriodName
 
 
 class PostingOut(BaseModel):
@@ -71,12 +198,40 @@ class PostingOut(BaseModel):
     version: int
     title: str
     description: str
+    description_format: DescriptionFormatName = "text"
     notes: str
-    location: str | None = None
+    locations: list[LocationOut] = Field(default_factory=list)
+    workplace: WorkplaceName = "on_site"
+    employment_type: EmploymentTypeName = "full_time"
+    salary: SalaryOut | None = None
     apply_url: str | None = None
+    expires_at: datetime | None = None
+    boards: list[Board] = Field(default_factory=lambda: list(BOARD_NAMES))
+    location: str | None = Field(
+        default=None, description="the free text of a posting written before `locations` (else null)"
+    )
     status: Literal["active", "deleted"]
     last_update_time_millis: int | None
     employer: str | None = Field(default=None, description="whose posting it is (the creator's employer)")
+
+
+class ListingProblemOut(BaseModel):
+    board: Board | None = Field(description="the board that would refuse it (null: the request's own)")
+    pointer: str = Field(description='RFC 6901, into the posting as sent, e.g. "/locations/0/city"')
+    code: str = Field(
+        description="required, too_short, too_long, too_many, location_format, location_unrecognized, "
+        "must_be_positive, employer_not_configured"
+    )
+    detail: str
+
+
+class BoardVerdictOut(BaseModel):
+    listable: bool
+    errors: list[ListingProblemOut]
+
+
+class ValidationOut(BaseModel):
+    boards: dict[Board, BoardVerdictOut] = Field(description="each board the posting targets")
 
 
 class DeletedOut(BaseModel):

@@ -1,7 +1,8 @@
 """Which port serves what, when `JOBPOST_API_INTERNAL_PORT` is set: the endpoints an
-operator's tools read (`/metrics`, `/readyz`, the documentation and `/openapi.json`) only
-there, the API only on the public port; `/healthz` on both (a load balancer's probe).
-Without an internal port every endpoint is on the one port.
+operator's tools read (`/metrics`, `/readyz`, the documentation and `/openapi.json`) and
+the snapshot a new replica copies (`/ops/snapshot`) only there, the API only on the public
+port; `/healthz` on both (a load balancer's probe). Without an internal port every endpoint
+is on the one port, except the snapshot, which is then served nowhere.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from producer_api.http.problems import Problem
 
-_INTERNAL = ("/metrics", "/readyz", "/openapi.json", "/docs", "/redoc")
+_INTERNAL = ("/metrics", "/readyz", "/openapi.json", "/docs", "/redoc", "/ops/snapshot")
 _BOTH = ("/healthz",)
 
 

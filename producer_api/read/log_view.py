@@ -21,20 +21,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from runtime import records
 from runtime.kafka import KafkaSettings, coordinates, end_offset, poll_batch
+from runtime.kafka_clients import KafkaClients
 from runtime.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
 from schemas.partitioning import partition_for
 
 log = logging.getLogger(__name__)
-
-# librdkafka prefetches up to 100,000 records per partition and 64 MiB by default, which a
-# restore would hold besides what it is writing.
-_FOLLOWER = {"enable.partition.eof": True, "queued.min.messages": 1000, "queued.max.messages.kbytes": 16384}
 
 
 class StrongReadTimeout(Exception):
@@ -71,7 +67,7 @@ class LogView:
     it started following (readiness)."""
 
     reader = "view"
-    fetch: Mapping[str, Any] = {}  # its follower's fetch properties (GATHERED_FETCH: no read waits on it)
+    gathered = False  # its follower's fetches gather what arrives (no read waits on it)
 
     def __init__(self, kafka: KafkaSettings, topic: str, state: StateSettings | None = None) -> None:
         self.kafka = kafka
@@ -106,7 +102,7 @@ class LogView:
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
         # can block behind its fetch.
-        self._probe = Consumer(self.kafka.consumer_config(f"view-probe-{uuid.uuid4().hex}"))
+        self._probe = KafkaClients(self.kafka).probe(f"view-probe-{uuid.uuid4().hex}")
         self._thread.start()
 
     def close(self) -> None:
@@ -172,7 +168,9 @@ class LogView:
                 self._stop.wait(1.0)
 
     def _follow_once(self) -> None:
-        consumer = Consumer(self.kafka.consumer_config(f"view-{uuid.uuid4().hex}", **_FOLLOWER, **self.fetch))
+        consumer = KafkaClients(self.kafka).reader(
+            f"view-{uuid.uuid4().hex}", ends=True, small_prefetch=True, gathered=self.gathered
+        )
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
             partitions = sorted(metadata.partitions)

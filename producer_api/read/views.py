@@ -18,7 +18,7 @@ from producer_api.read.log_view import LogView, StrongReadTimeout
 from producer_api.read.timeline import VersionLine
 from producer_api.read.view_state import PostingView, RecentWrites
 from runtime import records
-from runtime.kafka import GATHERED_FETCH, KafkaSettings, coordinates
+from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
 from schemas.events import DeliveryEvent
@@ -110,7 +110,7 @@ class DeliveriesView(LogView):
     keeps a posting's states on its partition number."""
 
     reader = "deliveries-view"
-    fetch = GATHERED_FETCH  # no answer waits on it: a read of progress takes what it has
+    gathered = True  # no answer waits on it: a read of progress takes what it has
 
     def __init__(self, kafka: KafkaSettings, state: StateSettings | None = None) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).deliveries, state)
@@ -133,7 +133,7 @@ class DeliveryEventsView(LogView):
     `jobpost.delivery-events`: the newest events of each (destination, version)."""
 
     reader = "delivery-events-view"
-    fetch = GATHERED_FETCH
+    gathered = True
 
     def __init__(self, kafka: KafkaSettings, state: StateSettings | None = None) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).delivery_events, state)

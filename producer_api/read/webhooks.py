@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, Message
 
 from producer_api.read.log_view import LogView
 from runtime import records
-from runtime.kafka import GATHERED_FETCH, KafkaSettings, coordinates
+from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
 from schemas.dead_letters import DeadLetterHeaders
@@ -83,7 +83,7 @@ class WebhookLettersView(LogView):
     """Each endpoint's dead letters (its newest KEPT per partition)."""
 
     reader = "webhook-letters-view"
-    fetch = GATHERED_FETCH
+    gathered = True  # no answer waits on it: a read of letters takes what it has
 
     def __init__(self, kafka: KafkaSettings, state: StateSettings | None = None) -> None:
         super().__init__(kafka, Topics(kafka.topic_prefix).dlq(Component.WEBHOOKS), state)

@@ -6,7 +6,21 @@ import { Operations } from "./ops.js";
 import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
-const FIELDS = ["title", "description", "notes"];
+const FIELDS = ["title", "description", "notes", "city", "country", "workplace", "apply_url"];
+// What a new posting starts with: a real-looking ad both boards would list (tests/postings.py
+// writes the same kind), so "Create posting" works at once and shows what a listing needs.
+const NEW_POSTING = {
+  title: "Senior Data Engineer",
+  description:
+    "Join the team that moves every order, payment and delivery event through Kafka. As our Senior " +
+    "Data Engineer you will design streaming pipelines in Python and SQL and own their reliability. " +
+    "You work in Berlin with a small team that ships every week.",
+  notes: "",
+  city: "Berlin",
+  country: "DE",
+  workplace: "hybrid",
+  apply_url: "https://careers.example.com/jobs/senior-data-engineer-berlin",
+};
 
 const timeline = new Timeline({
   container: $("timeline"), notes: $("timeline-notes"), status: $("timeline-status"), empty: $("timeline-empty"),
@@ -43,6 +57,7 @@ async function signIn(value) {
   const linked = new URLSearchParams(location.hash.slice(1)).get("posting");
   if (current) timeline.show(current.id);
   else if (linked) await openPosting(linked);
+  else fill(null);
   $("f-title").focus();
 }
 
@@ -98,8 +113,28 @@ function setCurrent(posting) {
   timeline.show(posting ? posting.id : null);
 }
 
+/** The editor's fields from a posting as the API returns it (none: a new posting's defaults). */
 function fill(posting) {
-  for (const field of FIELDS) $(`f-${field}`).value = posting ? posting[field] || "" : "";
+  const place = (posting && posting.locations && posting.locations[0]) || {};
+  const values = posting
+    ? { ...posting, city: place.city || "", country: place.country || "", workplace: posting.workplace || "on_site" }
+    : NEW_POSTING;
+  for (const field of FIELDS) $(`f-${field}`).value = values[field] || "";
+}
+
+/** The body of a create or replace: the editor's fields as the API names them. */
+function bodyOfForm() {
+  const value = (field) => $(`f-${field}`).value.trim();
+  const place = { country: value("country") };
+  if (value("city")) place.city = value("city");
+  return {
+    title: $("f-title").value,
+    description: $("f-description").value,
+    notes: $("f-notes").value,
+    locations: [place],
+    workplace: value("workplace"),
+    ...(value("apply_url") ? { apply_url: value("apply_url") } : {}),
+  };
 }
 
 function clearErrors() {
@@ -133,7 +168,7 @@ function showWriteError(error, action) {
 
 $("posting-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  const body = Object.fromEntries(FIELDS.map((f) => [f, $(`f-${f}`).value]));
+  const body = bodyOfForm();
   const replacing = current && current.status !== "deleted";
   busy($("save"), async () => {
     clearErrors();

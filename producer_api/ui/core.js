@@ -29,11 +29,17 @@ export class ApiError extends Error {
   }
 
   /** Validation messages by field name (`loc[1]` of each error), for a 422. */
+  /** Messages by the body field they are about: the API's own checks name it in `loc`
+   * (["body", "locations", 0, "country"]), a board's refusal in `pointer` ("/locations/0/city");
+   * a location's parts are shown at the editor's fields of the same name. */
   fieldErrors() {
     const byField = {};
     for (const e of this.problem.errors || []) {
-      const field = Array.isArray(e.loc) && e.loc[0] === "body" ? e.loc[1] : undefined;
-      if (typeof field === "string") (byField[field] ||= []).push(e.msg);
+      const path = Array.isArray(e.loc) && e.loc[0] === "body" ? e.loc.slice(1)
+        : typeof e.pointer === "string" ? e.pointer.split("/").slice(1) : [];
+      const field = path[0] === "locations" ? (typeof path[2] === "string" ? path[2] : "country") : path[0];
+      const message = e.board ? `${e.board}: ${e.detail}` : e.msg || e.detail;
+      if (typeof field === "string") (byField[field] ||= []).push(message);
     }
     return byField;
   }

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from jobpost.processes import Process, component_pids, free_port, kafka_env, wait_until
+from jobpost_dev.processes import Process, component_pids, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from tests.client import ApiClient
 

@@ -4,7 +4,7 @@ a steady write load (with and without Idempotency-Key); a broker killed and rest
 consumer of each board and one API replica killed. Checked from outside: the log, both
 boards, the index, the dead letters, and that no write answered 503 was applied."""
 
-from jobpost.chaos.run import run, short_plan
+from jobpost_dev.chaos.run import run, short_plan
 
 
 def test_the_short_fault_run_loses_duplicates_and_reorders_nothing(elasticsearch_url):

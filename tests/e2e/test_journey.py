@@ -22,9 +22,9 @@ def progress(api: ApiClient, posting_id: str) -> dict:
 
 def test_the_readme_journey(system: System):
     api = system.client
-    posting_id = api.create(title="Senior Data Engineer", description="Streaming pipelines")["id"]
+    posting_id = api.create(title="Senior Data Engineer")["id"]
     for title in ("Staff Data Engineer", "Principal Data Engineer"):
-        api.replace(posting_id, title=title, description="Streaming")
+        api.replace(posting_id, title=title)
 
     wait_until(lambda: titles(api, "principal") == [(posting_id, 2)], 60, "search to find version 2")
     for board in ("linkedin", "indeed"):
@@ -37,7 +37,7 @@ def test_the_readme_journey(system: System):
 
     # LinkedIn fails; Indeed proceeds while LinkedIn retries.
     assert httpx.put(f"{system.sandbox}/_sandbox/linkedin/faults", json={"mode": "error"}).status_code == 200
-    api.replace(posting_id, title="Head of Data", description="Streaming")
+    api.replace(posting_id, title="Head of Data")
     wait_until(
         lambda: system.board("indeed", posting_id)["versions"] == [0, 1, 2, 3], 30, "Indeed to apply v3"
     )

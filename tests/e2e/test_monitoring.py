@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from confluent_kafka import Producer
 
-from jobpost.processes import LOG_DIR, free_port
+from jobpost_dev.processes import free_port, log_dir
 from schemas.topics import Topics
 from tests.dashboard import dashboard_queries, metric_names
 from tests.e2e.conftest import System, started_system
@@ -58,9 +58,9 @@ def load(system: System, topics: Topics, bootstrap: str) -> None:
     api = system.client
     ids = []
     for n in range(5):
-        ids.append(api.create(title=f"Monitoring Engineer {n}", description="d")["id"])
+        ids.append(api.create(title=f"Monitoring Engineer {n}")["id"])
         for version in (1, 2):
-            api.replace(ids[-1], title=f"v{version}", description="d")
+            api.replace(ids[-1], title=f"v{version}")
     api.delete(ids[0])
     for board in ("linkedin", "indeed"):
         wait_until(lambda: all(system.board(board, i)["versions"] for i in ids), 60, f"{board} to take them")
@@ -68,7 +68,7 @@ def load(system: System, topics: Topics, bootstrap: str) -> None:
     sandbox = httpx.Client(base_url=system.sandbox)
     assert sandbox.put("/_sandbox/linkedin/faults", json={"mode": "reject"}).status_code == 200
     assert sandbox.put("/_sandbox/indeed/faults", json={"mode": "error"}).status_code == 200
-    refused = api.create(title="Refused by LinkedIn", description="d")["id"]
+    refused = api.create(title="Refused by LinkedIn")["id"]
     wait_until(lambda: progress(api, refused)["linkedin"]["status"] == "failed", 60, "LinkedIn's dead letter")
     wait_until(lambda: progress(api, refused)["indeed"]["status"] == "retrying", 60, "Indeed retrying")
     assert sandbox.put("/_sandbox/linkedin/faults", json={"mode": "none"}).status_code == 200
@@ -87,7 +87,7 @@ def board_wide(system: System) -> None:
     api, sandbox = system.client, httpx.Client(base_url=system.sandbox)
     assert sandbox.put("/_sandbox/indeed/faults", json={"mode": "outage"}).status_code == 200
     assert sandbox.put("/_sandbox/linkedin/faults", json={"mode": "rate_limit"}).status_code == 200
-    held = api.create(title="Held by the outage", description="d")["id"]
+    held = api.create(title="Held by the outage")["id"]
     wait_until(lambda: progress(api, held)["indeed"]["status"] == "paused", 90, "Indeed's circuit to open")
     assert sandbox.put("/_sandbox/indeed/faults", json={"mode": "none"}).status_code == 200
     assert sandbox.put("/_sandbox/linkedin/faults", json={"mode": "none"}).status_code == 200
@@ -124,7 +124,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
 ):
     # A Prometheus of its own (no series of an earlier run answer for this one), and the
     # components' logs beside the test's own.
-    stack_dir = LOG_DIR / f"monitoring-{unique}"
+    stack_dir = log_dir() / f"monitoring-{unique}"
     port = free_port()
     prometheus = f"http://127.0.0.1:{port}"
     settings = {

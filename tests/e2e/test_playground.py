@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from jobpost import doctor
+from jobpost_dev import doctor
+from tests import postings
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
@@ -65,9 +66,10 @@ def sign_in(page: Page, token: str) -> None:
 
 
 def create(page: Page, title: str) -> str:
-    """Creates a posting from the editor; its id as the page shows it."""
+    """Creates a posting from the editor (the factory's ad, the editor's default place and apply
+    URL); its id as the page shows it."""
     page.get_by_label("Title", exact=True).fill(title)
-    page.get_by_label("Description", exact=True).fill("Streaming pipelines")
+    page.get_by_label("Description", exact=True).fill(postings.body(0)["description"])
     page.get_by_role("button", name="Create posting").click()
     meta = page.get_by_test_id("posting-meta")
     expect(meta).to_have_attribute("data-version", "0")

@@ -6,11 +6,12 @@ import json
 import time
 
 import httpx
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.subjects import subject, value_codecs
@@ -27,8 +28,15 @@ def every_record(kafka: KafkaSettings, topic: str) -> list[Message]:
     return found
 
 
+THEIR_DESCRIPTION = (
+    "Written by AvroSerializer with the schema of the release before listable postings: a free-text "
+    "location, none of the structured fields. Our readers resolve it to today's shape."
+)
+
+
 def a_posting_written_by_avro_serializer(registry_url: str, kafka: KafkaSettings, topic: str) -> str:
-    """A CREATED version of a new posting, encoded by confluent-kafka with our schema file."""
+    """A CREATED version of a new posting, encoded by confluent-kafka with our schema file of
+    the release before (v3: an older producer's record, which every reader still takes)."""
     serialize = AvroSerializer(
         registry_client(registry_url), (codec.AVRO_DIR / "posting_update.v3.avsc").read_text()
     )
@@ -45,15 +53,15 @@ def a_posting_written_by_avro_serializer(registry_url: str, kafka: KafkaSettings
         "actor": "avro-serializer",
         "posting": {
             "title": "Kafka Connect Engineer",
-            "description": "Written by AvroSerializer",
+            "description": THEIR_DESCRIPTION,
             "notes": "",
-            "location": "Remote",
-            "apply_url": None,
+            "location": "Berlin, Germany",
+            "apply_url": "https://careers.example.com/jobs/kafka-connect-engineer",
         },
         "last_update_time_millis": now,
         "accepted_at": now,
     }
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topic, serialize(fields, SerializationContext(topic, MessageField.VALUE)), posting_id)
     assert producer.flush(10) == 0
     return posting_id
@@ -67,9 +75,9 @@ def test_registry_mode_from_create_to_both_boards_and_search(
         kafka, elasticsearch_url, unique, JOBPOST_SCHEMA_REGISTRY_URL=schema_registry_url
     ) as system:
         api = system.client
-        posting_id = api.create(title="Schema Engineer", description="Avro")["id"]
+        posting_id = api.create(title="Schema Engineer")["id"]
         for title in ("Senior Schema Engineer", "Staff Schema Engineer"):
-            api.replace(posting_id, title=title, description="Avro")
+            api.replace(posting_id, title=title)
         for board in ("linkedin", "indeed"):
             wait_until(lambda: system.board(board, posting_id)["versions"] == [0, 1, 2], 60, f"{board} at v2")
         wait_until(lambda: titles(api, "staff") == [(posting_id, 2)], 60, "search to find version 2")
@@ -81,7 +89,12 @@ def test_registry_mode_from_create_to_both_boards_and_search(
         for board in ("linkedin", "indeed"):
             wait_until(lambda: system.board(board, theirs)["versions"] == [0], 60, f"{board} to apply theirs")
         wait_until(lambda: titles(api, "connect") == [(theirs, 0)], 60, "search to find theirs")
-        assert api.get(theirs, strong=True)["description"] == "Written by AvroSerializer"
+        read = api.get(theirs, strong=True)
+        assert (read["description"], read["location"], read["locations"]) == (
+            THEIR_DESCRIPTION,
+            "Berlin, Germany",
+            [],
+        )
         # Every component registered the schemas at start, all at once, and none had to be restarted.
         assert "exited with" not in system.process.log_tail(), system.process.log_tail()
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from jobpost import stack
-from jobpost.processes import free_port, wait_until
-from jobpost.stack.tls import CertificateAuthority
+from jobpost_dev import stack
+from jobpost_dev.processes import free_port, wait_until
+from jobpost_dev.stack.tls import CertificateAuthority
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
 from tests.e2e.conftest import TOKEN, started_system
@@ -93,8 +93,8 @@ def test_create_reaches_both_boards_and_search_over_sasl_ssl(secured: SecuredKaf
 
     with started_system(secured.kafka, elasticsearch_url, secured.kafka.topic_prefix) as system:
         api = system.client
-        posting_id = api.create(title="Security Engineer", description="TLS")["id"]
-        api.replace(posting_id, title="Staff Security Engineer", description="mTLS")
+        posting_id = api.create(title="Security Engineer")["id"]
+        api.replace(posting_id, title="Staff Security Engineer")
 
         for board in ("linkedin", "indeed"):
             wait_until(

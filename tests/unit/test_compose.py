@@ -1,4 +1,4 @@
-"""docker-compose.yml is a valid Compose file and keeps the promises the README makes.
+"""docker-compose.yml is a valid Compose file and keeps the promises the README and the Quick start make.
 
 The schema is the Compose Specification's own, shipped in `docker/compose-spec.json`
 (source and version in `docker/README.md`), so this runs without Docker or a network.
@@ -84,13 +84,25 @@ def test_consumer_and_indexer_metrics_are_served_on_their_published_ports(servic
         assert ("127.0.0.1", str(env[f"{prefix}_METRICS_PORT"])) in ports
 
 
-def test_exactly_one_service_builds_the_image_the_others_run(services):
-    builders = [name for name, s in services.items() if "build" in s]
-    assert builders == ["topics"]
+def test_topics_builds_the_product_image_the_others_run(services):
+    builders = sorted(name for name, s in services.items() if "build" in s)
+    assert builders == ["sandbox", "topics"]
     assert services["topics"]["image"] == JOBPOST_IMAGE
-    runners = [s for name, s in services.items() if s.get("image") == JOBPOST_IMAGE and name != "topics"]
-    assert len(runners) >= 6
-    assert all(s["pull_policy"] == "never" for s in runners)
+    assert services["topics"]["build"] == "."  # the Dockerfile's default target: the product alone
+    runners = {
+        name: s for name, s in services.items() if s.get("image") == JOBPOST_IMAGE and name != "topics"
+    }
+    assert set(runners) == {"api", "sequencer", "linkedin", "indeed", "indexer", "webhooks"}
+    assert all(s["pull_policy"] == "never" for s in runners.values())
+
+
+def test_the_sandbox_builds_the_images_sandbox_target_under_a_name_of_its_own(services):
+    sandbox = services["sandbox"]
+    assert sandbox["build"] == {"context": ".", "target": "sandbox"}
+    assert sandbox["image"] not in (JOBPOST_IMAGE, None)
+    assert sandbox["pull_policy"] == "build"
+    assert sandbox["command"][0] == "sandbox"
+    assert re.search(r"^FROM \S+ AS sandbox$", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
 
 
 def test_kafka_and_elasticsearch_keep_their_data_in_named_volumes(compose, services):

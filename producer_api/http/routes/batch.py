@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from producer_api import batch
@@ -15,13 +15,14 @@ from producer_api.http import present
 from producer_api.http.answers import problem_for
 from producer_api.http.batch_items import write_of
 from producer_api.http.batch_models import BatchIn, BatchOut
-from producer_api.http.deps import CurrentCaller, Service, Settings, authenticate
+from producer_api.http.deps import Service, Settings, Writer
+from producer_api.http.gate import charge
 from producer_api.http.models import DeletedOut, ProblemOut
 from producer_api.http.problems import Problem
 from producer_api.read.views import PostingView
 from schemas.model import Action
 
-router = APIRouter(tags=["postings"], dependencies=[Depends(authenticate)])
+router = APIRouter(tags=["postings"])
 PATH = "/postings:batch"
 
 DESCRIPTION = f"""Up to {batch.MAX_ITEMS} writes in one request, for the syncs an applicant-tracking
@@ -43,7 +44,9 @@ key, applies nothing twice. Items of one posting apply in the order given; the o
 sequenced together (a batch's commands share few transactions). The request as a whole is
 refused only when it is not a batch: 413 over `JOBPOST_API_MAX_BATCH_BODY_BYTES`, 422 with no
 items, more than {batch.MAX_ITEMS}, an unknown field, an unknown `op` or an item that is not
-an object."""
+an object. It needs the scope `postings:write`, and each item counts as one request
+against the credential's rate (429 for the whole batch, nothing written, when they take it
+over)."""
 
 
 @router.post(
@@ -52,12 +55,20 @@ an object."""
     description=DESCRIPTION,
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
+        403: {"model": ProblemOut, "description": "the credential lacks the scope `postings:write`"},
+        429: {
+            "model": ProblemOut,
+            "description": "the items take the credential over its rate (Retry-After)",
+        },
         413: {"model": ProblemOut, "description": "the body is over the batch limit"},
         422: {"model": ProblemOut, "description": "not a batch (each item's own problems are in its answer)"},
     },
 )
-async def write_batch(body: BatchIn, service: Service, settings: Settings, caller: CurrentCaller) -> Response:
-    checked = [write_of(item, settings) for item in body.items]
+async def write_batch(
+    body: BatchIn, request: Request, service: Service, settings: Settings, caller: Writer
+) -> Response:
+    await charge(request, caller, len(body.items) - 1)  # the gate counted the request itself
+    checked = [write_of(item, settings, service, caller) for item in body.items]
     results = iter(await batch.apply(service, caller, [w for w in checked if isinstance(w, Write)]))
     items = [_refused(w) if isinstance(w, Problem) else answer(w, next(results)) for w in checked]
     # Built here rather than through BatchOut (which documents it): each posting and problem

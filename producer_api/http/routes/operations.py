@@ -9,8 +9,9 @@ import httpx
 from fastapi import APIRouter, Depends, Path, Request
 
 from producer_api.audit import Audit
-from producer_api.callers import Caller, Scope
-from producer_api.http.deps import requires
+from producer_api.callers import Scope
+from producer_api.http.deps import Operator
+from producer_api.http.gate import Requires
 from producer_api.http.models import ProblemOut
 from producer_api.http.ops_models import Board, BoardsOut, FaultsIn, LagOut, LettersOut, RedriveIn, RedriveOut
 from producer_api.http.problems import Problem, validation_problem
@@ -21,14 +22,13 @@ from schemas.model import Destination
 router = APIRouter(
     prefix="/ops",
     tags=["operations"],
-    dependencies=[Depends(requires(Scope.OPS))],
+    dependencies=[Depends(Requires(Scope.OPS))],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
         403: {"model": ProblemOut, "description": "the credential lacks the scope `ops`"},
         429: {"model": ProblemOut, "description": "the credential is over its request rate (Retry-After)"},
     },
 )
-Operator = Annotated[Caller, Depends(requires(Scope.OPS))]
 BoardName = Annotated[Board, Path(description="a job board")]
 
 

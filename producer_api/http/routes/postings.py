@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
-from producer_api.config import ApiSettings
 from producer_api.http import present
 from producer_api.http.deps import (
     ExpectedVersion,
@@ -15,22 +14,24 @@ from producer_api.http.deps import (
     Service,
     Settings,
     Writer,
-    authenticate,
 )
 from producer_api.http.models import DeletedOut, DeliveriesOut, PostingIn, PostingOut, ProblemOut, SearchPage
 from producer_api.http.ops_models import TimelineOut
-from producer_api.http.problems import validation_problem
+from producer_api.http.posting_body import check_limits, refusal, to_posting
 from producer_api.read.views import PostingView
-from schemas.model import Posting
 
+# Each route takes its caller as a `Reader` or a `Writer`: the scope it needs.
 router = APIRouter(
     prefix="/postings",
     tags=["postings"],
-    dependencies=[Depends(authenticate)],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
         403: {"model": ProblemOut, "description": "the credential lacks the scope this call needs"},
-        422: {"model": ProblemOut, "description": "invalid request"},
+        422: {
+            "model": ProblemOut,
+            "description": "invalid request; for a write, also a posting a board it targets would refuse "
+            "(`…/not-listable`, one entry of `errors` per problem: board, pointer, code, detail)",
+        },
         429: {"model": ProblemOut, "description": "the credential is over its request rate (Retry-After)"},
     },
 )
@@ -75,7 +76,10 @@ async def create_posting(
     caller: Writer,
 ) -> PostingOut:
     check_limits(body, settings)
-    view = await service.create(caller, to_posting(body), key)
+    posting = to_posting(body)
+    if (refused := refusal(service.listing(caller, posting), body)) is not None:
+        raise refused
+    view = await service.create(caller, posting, key)
     response.headers["Location"] = f"/postings/{view.id}"
     return _present(view, response)
 
@@ -144,7 +148,10 @@ async def replace_posting(
     caller: Writer,
 ) -> PostingOut:
     check_limits(body, settings)
-    view = await service.replace(caller, posting_id, to_posting(body), key, expected)
+    posting = to_posting(body)
+    if (refused := refusal(service.listing(caller, posting, posting_id), body)) is not None:
+        raise refused
+    view = await service.replace(caller, posting_id, posting, key, expected)
     return _present(view, response)
 
 
@@ -163,26 +170,6 @@ async def delete_posting(
     return present.deleted(await service.delete(caller, posting_id, key, expected))
 
 
-def to_posting(body: PostingIn) -> Posting:
-    return Posting(body.title, body.description, body.notes, body.location, body.apply_url)
-
-
 def _present(view: PostingView, response: Response) -> PostingOut:
     response.headers["ETag"] = f'"{view.version}"'
     return present.posting(view)
-
-
-def check_limits(body: PostingIn, settings: ApiSettings) -> None:
-    """Settings may lower the contract's limits; the model enforces the contract's own."""
-    limits = {
-        "title": settings.title_max_chars,
-        "description": settings.description_max_chars,
-        "notes": settings.notes_max_chars,
-    }
-    errors = [
-        {"loc": ["body", field], "msg": f"at most {limit} characters", "type": "string_too_long"}
-        for field, limit in limits.items()
-        if len(getattr(body, field)) > limit
-    ]
-    if errors:
-        raise validation_problem(errors)

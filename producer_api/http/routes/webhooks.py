@@ -1,5 +1,7 @@
 """/webhooks: an employer's endpoints for events pushed to it (Standard Webhooks). Entry
-points only translate HTTP to the service (`producer_api.webhooks`)."""
+points only translate HTTP to the service (`producer_api.webhooks`). Each declares its scope
+as its caller (`Reader`: postings:read, `Writer`: postings:write), which the gate checks
+before the body is read."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
-from producer_api.http.deps import Reader, Settings, Writer, authenticate
+from producer_api.http.deps import Reader, Settings, Writer
 from producer_api.http.models import ProblemOut
 from producer_api.http.problems import Problem, validation_problem
 from producer_api.http.webhook_models import (
@@ -29,7 +31,6 @@ from schemas.listing_events import rfc3339
 router = APIRouter(
     prefix="/webhooks",
     tags=["webhooks"],
-    dependencies=[Depends(authenticate)],
     responses={
         401: {"model": ProblemOut, "description": "missing or unknown bearer token"},
         403: {"model": ProblemOut, "description": "the credential lacks the scope this call needs"},

@@ -3,13 +3,14 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from confluent_kafka import Producer
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 from tests.processes import ApiProcess, Process, free_port, kafka_env, running_api, wait_until
 
 TOKEN = "delivery-token"
@@ -109,7 +110,7 @@ class Versions:
 
     def __init__(self, kafka: KafkaSettings) -> None:
         self.topic = Topics(kafka.topic_prefix).postings
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
         self.written: dict[str, int] = {}  # posting -> its newest version
 
     def write(self, posting_ids: list[str], op: Op | None = None) -> None:
@@ -120,9 +121,15 @@ class Versions:
             self.written[posting_id] = version
             kind = op or (Op.CREATED if version == 0 else Op.UPDATED)
             update = PostingUpdate(
-                posting_id, version, kind, f"{posting_id}:{version}", f"r-{posting_id}-{version}",
-                Posting(f"Role {posting_id} v{version}", "Work", ""), now, now,
-            )  # fmt: skip
+                posting_id,
+                version,
+                kind,
+                f"{posting_id}:{version}",
+                f"r-{posting_id}-{version}",
+                postings.posting(version, title=f"Role {posting_id} v{version}", notes=""),
+                now,
+                now,
+            )
             self.producer.produce(self.topic, key=posting_id, value=codec.posting_updates().encode(update))
             self.producer.poll(0)
         assert self.producer.flush(30) == 0
@@ -175,6 +182,10 @@ def delivery_events(kafka: KafkaSettings) -> list:
     from runtime import records
 
     found: list = []
-    replay(kafka, Topics(kafka.topic_prefix).delivery_events, range(kafka.partitions),
-           lambda m: found.append(records.delivery_event(m)))  # fmt: skip
+    replay(
+        kafka,
+        Topics(kafka.topic_prefix).delivery_events,
+        range(kafka.partitions),
+        lambda m: found.append(records.delivery_event(m)),
+    )
     return found

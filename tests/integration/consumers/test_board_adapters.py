@@ -15,6 +15,7 @@ import aiohttp
 import httpx
 import pytest
 
+from consumers.board_tokens import ClientCredentials, token_source
 from consumers.boards.base import (
     BoardAdapter,
     BoardDown,
@@ -26,22 +27,23 @@ from consumers.boards.base import (
     Throttled,
     TokenRefused,
 )
-from consumers.boards.employers import (
+from consumers.boards.indeed import IndeedAdapter, IndeedSettings
+from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
+from jobpost_dev.processes import wait_until
+from listing.employers import (
     SANDBOX_REGISTRY,
     Employer,
     EmployerRegistry,
     IndeedIdentity,
     LinkedInIdentity,
 )
-from consumers.boards.indeed import IndeedAdapter, IndeedSettings
-from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from consumers.boards.tokens import ClientCredentials, token_source
-from jobpost.processes import wait_until
 from schemas.model import Op, PostingUpdate
+from tests import postings
 from tests.unit.consumers.board_server import update as an_update
 
 # `default` as the sandbox has it, and an employer with neither a location nor an apply URL:
-# its postings miss what both boards require, and each board refuses just those.
+# its records that name neither (written before postings had to) miss what both boards
+# require, and each board refuses just those.
 REGISTRY = EmployerRegistry(
     employers={
         **SANDBOX_REGISTRY.employers,
@@ -59,6 +61,8 @@ REGISTRY = EmployerRegistry(
 def update(
     posting_id: str, version: int = 0, op: Op = Op.CREATED, employer: str = "default"
 ) -> PostingUpdate:
+    if employer == "vague":  # a record from before locations, with no apply URL either
+        return an_update(posting_id, version, op, employer, postings.posting(0, locations=(), apply_url=None))
     return an_update(posting_id, version, op, employer)
 
 

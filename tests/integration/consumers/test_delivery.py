@@ -8,13 +8,15 @@ import time
 
 import httpx
 
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.conftest import dead_letters
 from tests.processes import ApiProcess, wait_until
 
-BODY = {"title": "Delivery Driver", "description": "Vans", "notes": ""}
+BODY = postings.body(5, title="Delivery Driver", notes="")
 
 
 def create(api: ApiProcess, title: str = "Delivery Driver") -> str:
@@ -311,9 +313,10 @@ def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sand
         wanted = [0, 1] if n < 4 else [0]
         wait_until(lambda: applied(sandbox, "linkedin", posting_id) == wanted, 60, "every version, in order")
     later = next(
-        p for p in (create(api, "Later") for _ in range(30))
+        p
+        for p in (create(api, "Later") for _ in range(30))
         if partition_for(p, kafka.partitions) == partition_for(postings[0], kafka.partitions)
-    )  # fmt: skip
+    )
     wait_until(
         lambda: applied(sandbox, "linkedin", later) == [0], 30, "a later posting on the same partition"
     )
@@ -322,7 +325,7 @@ def test_answers_nobody_can_read_are_retried_and_every_version_arrives(api, sand
 def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     api, sandbox, start_consumer, kafka, topics
 ):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
     from runtime.topics import ensure_topics
@@ -338,11 +341,13 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     sandbox.faults("linkedin", "reject", posting_ids=[posting_id])
     replace(api, posting_id, "Undeliverable, v1")
     partition, offset = next(
-        (m.partition(), m.offset()) for m in postings_messages(kafka, topics.postings)
-        if m.key() == posting_id.encode() and m.value() is not None
+        (m.partition(), m.offset())
+        for m in postings_messages(kafka, topics.postings)
+        if m.key() == posting_id.encode()
+        and m.value() is not None
         and codec.posting_updates().decode(m.value()).version == 1
-    )  # fmt: skip
-    group = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-linkedin"))
+    )
+    group = KafkaClients(kafka).probe(f"{kafka.topic_prefix}-linkedin")
 
     def committed() -> int:
         (position,) = group.committed([TopicPartition(topics.postings, partition)], timeout=10)

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.conftest import dead_letters, metric
 from tests.processes import ApiProcess, free_port, wait_until
 
@@ -28,14 +29,9 @@ CONVERGED_WITHIN_S = 60
 WAITING = ("paused", "submitted", "retrying")
 ARTIFACT = Path(__file__).resolve().parents[2] / "artifacts" / "fault_matrix.tsv"
 
-DESCRIPTION = (
-    "Join the platform team that runs our hiring systems. You will build and operate streaming "
-    "services in Python on Kafka, own their monitoring, and work with recruiters on what they need."
-)
-
 
 def posting(title: str) -> dict:
-    return {"title": title, "description": DESCRIPTION, "notes": ""}
+    return postings.body(len(title), title=title, notes="")
 
 
 def create(http: httpx.Client, title: str) -> str:
@@ -132,9 +128,11 @@ def test_after_the_fault_clears_every_posting_resumes(
     except AssertionError as exc:
         seen = watch.sample(list(expected))
         behind = {
-            (p, b): (sandbox.applied(b, p), seen[p][b]) for p, v in expected.items() for b in BOARDS
+            (p, b): (sandbox.applied(b, p), seen[p][b])
+            for p, v in expected.items()
+            for b in BOARDS
             if sandbox.applied(b, p) != v or seen[p][b]["delivered_version"] != v[-1]
-        }  # fmt: skip
+        }
         raise AssertionError(f"{exc}; behind (applied at the board, our deliveries): {behind}") from None
     took = time.monotonic() - cleared
     unclocked = watch.without_clock

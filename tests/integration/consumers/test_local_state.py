@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from prometheus_client import REGISTRY
 
 from consumers.boards.linkedin import LinkedInSettings
@@ -18,21 +18,29 @@ from consumers.retry import RetrySettings
 from consumers.runner import DeliveryRunner
 from runtime import records
 from runtime.deliveries import state_record
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
+from tests import postings
 
 
 def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) -> None:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for posting_id in posting_ids:
         update = PostingUpdate(
-            posting_id, version, Op.CREATED if version == 0 else Op.UPDATED, f"{posting_id}:{version}",
-            uuid.uuid4().hex, Posting(f"Role {posting_id}", "d", ""), 0, 0,
-        )  # fmt: skip
+            posting_id,
+            version,
+            Op.CREATED if version == 0 else Op.UPDATED,
+            f"{posting_id}:{version}",
+            uuid.uuid4().hex,
+            postings.posting(0, title=f"Role {posting_id}", notes=""),
+            0,
+            0,
+        )
         producer.produce(topic, key=posting_id, value=codec.posting_updates().encode(update))
     assert producer.flush(10) == 0
 
@@ -40,7 +48,7 @@ def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) 
 def write_other_destination(kafka, topic: str, count: int) -> None:
     """Indeed's states and a record nobody can read, on the partitions LinkedIn's store
     follows: its restore reads them and keeps none."""
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for n in range(count - 1):
         posting_id = f"indeed-only-{n}"
         state = delivery_state(
@@ -66,7 +74,7 @@ def rebuilds(reason: str) -> float:
 
 
 def ends(kafka, topic: str) -> list[int]:
-    probe = Consumer(kafka.consumer_config(f"probe-{uuid.uuid4().hex}"))
+    probe = KafkaClients(kafka).probe(f"probe-{uuid.uuid4().hex}")
     try:
         return [
             probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]

@@ -4,9 +4,10 @@ dead-letters them (a consumer group) or counts and skips them (a view), and goes
 import re
 
 import httpx
-from confluent_kafka import Producer
 
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.test_delivery import applied, create, replace
 from tests.processes import Process, kafka_env, wait_until
 
@@ -18,7 +19,7 @@ GARBAGE = [
 
 
 def write_garbage(kafka, topic: str, null_value_too: bool) -> int:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     written = 0
     for partition in range(kafka.partitions):
         for key, value in [*GARBAGE, *([(b"key-3", None)] if null_value_too else [])]:
@@ -97,7 +98,7 @@ def test_a_fresh_api_replica_reads_past_garbage_and_becomes_ready(kafka, topics,
     write_garbage(kafka, topics.deliveries, null_value_too=False)
     with running_api(kafka, "token", elasticsearch_url) as api:
         created = httpx.post(
-            f"{api.url}/postings", json={"title": "Fine", "description": ""}, headers=api.headers, timeout=15
+            f"{api.url}/postings", json=postings.body(2, title="Fine"), headers=api.headers, timeout=15
         )
         assert created.status_code == 201
         read = httpx.get(f"{api.url}/postings/{created.json()['id']}?consistency=strong", headers=api.headers)

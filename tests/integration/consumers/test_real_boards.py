@@ -116,8 +116,14 @@ def test_a_board_down_longer_than_the_retry_budget_loses_nothing_and_charges_nob
     wait_until(
         lambda: metric(port, "jobpost_destination_circuit_state", circuit) in (1, 2), 30, "the circuit"
     )
-    wait_until(lambda: all(s[-1].status == "PAUSED" for s in state_history(kafka, "linkedin").values()) and
-               len(state_history(kafka, "linkedin")) == 30, 30, "every lane paused")  # fmt: skip
+    wait_until(
+        lambda: (
+            all(s[-1].status == "PAUSED" for s in state_history(kafka, "linkedin").values())
+            and len(state_history(kafka, "linkedin")) == 30
+        ),
+        30,
+        "every lane paused",
+    )
     attempts_when_open = {p: s[-1].attempts for p, s in state_history(kafka, "linkedin").items()}
     wait_until(lambda: time.monotonic() - outage_started >= 60, 70, "a 60 s outage")
     attempts_at_the_end = {p: s[-1].attempts for p, s in state_history(kafka, "linkedin").items()}

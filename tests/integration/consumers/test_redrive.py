@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 import httpx
-from confluent_kafka import Producer
 
 from runtime.dead_letters import read_dead_letters
+from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
 from schemas.topics import Component
+from tests import postings
 from tests.integration.consumers.conftest import TOKEN, dead_letters, delivery_events, state_history
 from tests.processes import ApiProcess, wait_until
 
@@ -69,15 +70,13 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
     api = ApiProcess(kafka, TOKEN, elasticsearch_url)
     api.wait_ready()
     http = httpx.Client(base_url=api.url, headers=api.headers, timeout=30)
-    posting = http.post("/postings", json={"title": "Redrive after a restart", "description": "d"}).json()[
-        "id"
-    ]
+    posting = http.post("/postings", json=postings.body(3, title="Redrive after a restart")).json()["id"]
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
     sandbox.faults("linkedin", "reject", posting_ids=[posting])
-    http.put(f"/postings/{posting}", json={"title": "v1", "description": "d"})
+    http.put(f"/postings/{posting}", json=postings.body(3, title="v1"))
     wait_until(lambda: dead_letters(kafka, topics.dlq(Component("linkedin"))), 30, "version 1 dead-lettered")
     sandbox.faults("linkedin", "none")
-    http.put(f"/postings/{posting}", json={"title": "v2", "description": "d"})
+    http.put(f"/postings/{posting}", json=postings.body(3, title="v2"))
     wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 2], 30, "version 2")
     api.stop()
 
@@ -100,7 +99,7 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
         # made certain by writing one as such a view would.
         stale = requests_for(read_dead_letters(kafka, topics.dlq(Component("linkedin"))), "a stale view", 3)
         records = [r.record(topics, Destination.LINKEDIN) for r in stale]
-        assert deliver_all(Producer(kafka.producer_config()), records, lambda: False)
+        assert deliver_all(KafkaClients(kafka).producer(), records, lambda: False)
         requested |= {r.request.request_id for r in stale}
 
         def answered() -> set[str]:

@@ -19,6 +19,7 @@ from runtime.kafka import KafkaSettings
 from runtime.topics import delete_topics, ensure_topics
 from schemas.model import DEFAULT_EMPLOYER
 from schemas.topics import Topics
+from tests import postings
 from tests.integration.producer_api.conftest import TOKEN
 from tests.processes import ApiProcess, read_postings, running_api
 from tests.servers import one_broker
@@ -48,7 +49,7 @@ class Script:
         return f"{kind}-{self.serial}"
 
     def posting(self, title: str) -> dict[str, Any]:
-        return {"title": title, "description": f"About {title}", "notes": "", "location": "Remote"}
+        return postings.body(len(title), title=title, notes="")
 
     def create(self) -> dict[str, Any]:
         key = self._key("create")

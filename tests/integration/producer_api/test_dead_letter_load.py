@@ -8,11 +8,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from confluent_kafka import Producer
-
+from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.dead_letters import DeadLetterHeaders
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
+from tests import postings
 from tests.processes import running_api, wait_until
 
 LETTERS = 20_000
@@ -28,12 +28,18 @@ def rss_mib(pid: int) -> float:
 
 
 def write_letters(kafka, topics, count: int, base_ms: int) -> None:
-    producer = Producer(kafka.producer_config(**{"linger.ms": 50}))
+    producer = KafkaClients(kafka).producer(linger_ms=50)
     for n in range(count):
-        update = PostingUpdate(f"p{n}", 0, Op.CREATED, f"p{n}:0", "r", Posting(f"Title {n}", "x" * 200), 1, 1)
+        update = PostingUpdate(
+            f"p{n}", 0, Op.CREATED, f"p{n}:0", "r", postings.posting(n, title=f"Title {n}"), 1, 1
+        )
         headers = DeadLetterHeaders("HTTP 400: rejected", topics.postings, 0, n, 1, base_ms, base_ms + n)
-        producer.produce(topics.dlq("linkedin"), codec.posting_updates().encode(update), f"p{n}".encode(),
-                         headers=headers.to_headers())  # fmt: skip
+        producer.produce(
+            topics.dlq("linkedin"),
+            codec.posting_updates().encode(update),
+            f"p{n}".encode(),
+            headers=headers.to_headers(),
+        )
         if n % 5000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0

@@ -6,10 +6,11 @@ The test client checks every answer of 400 or more for what the contract promise
 import httpx
 import pytest
 
+from tests import postings
 from tests.client import ABSENT, ApiClient
 from tests.processes import read_postings
 
-POSTING = {"title": "Data Engineer", "description": "Pipelines", "notes": "hybrid"}
+POSTING = postings.body(0, notes="hybrid")
 
 
 @pytest.fixture
@@ -35,7 +36,8 @@ def test_refused_requests_answer_problems_and_write_nothing(api, posting, kafka,
         {"title": "x" * 201},
         {"description": "x" * 25_001},
         {"notes": "x" * 2_001},
-        {"salary": 100},
+        {"salary": 100},  # not a salary range
+        {"bonus": 100},  # no such field
         {"title": 42},
     ):
         problem = client.create(**changes, expect=422)

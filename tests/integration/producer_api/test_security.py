@@ -1,10 +1,11 @@
 """Who may do what, whose posting it is, what is kept: one API process with a credentials
-file and an OIDC issuer (a JWKS served from this test), the indexer, real Kafka and the
-real search server.
+file and an OIDC issuer (a JWKS served over TLS from this test, its keys changeable), the
+indexer, real Kafka and the real search server.
 
 Credentials: `ats-acme` and `ats-globex` (read and write, employers acme and globex),
-`reader-acme` (read only), `operator` (read and ops, employer ops), `burst` (read, for
-the rate limit).
+`reader-acme` (read only), `nobody` (no scope at all), `operator` (read and ops, employer
+ops), `burst` (read, for the rate limit), `batcher` (write, for a batch's rate). The last
+test reads the API's log for every token this module used.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import http.server
 import json
 import os
+import ssl
 import threading
 import time
 import uuid
@@ -24,35 +26,45 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from confluent_kafka import Message, Producer
-from cryptography.hazmat.primitives.asymmetric import rsa
+from confluent_kafka import Message
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from jobpost_dev.stack.tls import CertificateAuthority
+from producer_api.config import ApiSettings
+from producer_api.http.app import create_app
+from producer_api.http.gate import every_route
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
 from schemas.audit import AuditAction, AuditEvent
 from schemas.dead_letters import DeadLetterHeaders
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
+from tests import postings
 from tests.client import ApiClient
-from tests.processes import ApiProcess, Process, kafka_env, versions_of, wait_until
+from tests.processes import ApiProcess, Process, kafka_env, read_postings, versions_of, wait_until
 from tests.servers import one_broker
 
 DEV_TOKEN = "security-dev-token"
 TOKENS = {
     name: f"{name}-{uuid.uuid4().hex}"
-    for name in ("ats-acme", "ats-globex", "reader-acme", "operator", "burst")
+    for name in ("ats-acme", "ats-globex", "reader-acme", "nobody", "operator", "burst", "batcher")
 }
 GRANTS = {
     "ats-acme": ("acme", ["postings:read", "postings:write"]),
     "ats-globex": ("globex", ["postings:read", "postings:write"]),
     "reader-acme": ("acme", ["postings:read"]),
+    "nobody": ("acme", []),
     "operator": ("ops", ["postings:read", "ops"]),
     "burst": ("acme", ["postings:read"]),
+    "batcher": ("acme", ["postings:read", "postings:write"]),
 }
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 ISSUER, AUDIENCE = "https://idp.test", "jobpost-api"
+JWKS_REFRESH_S = 1.0
+ISSUED: list[str] = []  # every JWT this module made, for the log check at the end
 
 
 def credentials_document(names: list[str]) -> str:
@@ -68,10 +80,31 @@ def credentials_document(names: list[str]) -> str:
     return json.dumps({"credentials": entries})
 
 
+class Issuer(http.server.ThreadingHTTPServer):
+    """The identity provider's JWKS endpoint over TLS; `keys` (kid -> key) is what it lists."""
+
+    def __init__(self, ca: CertificateAuthority) -> None:
+        super().__init__(("127.0.0.1", 0), Jwks)
+        self.keys: dict[str, rsa.RSAPrivateKey] = {"k1": KEY}
+        issued = ca.issue("jwks", ["127.0.0.1"])
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(issued.certificate, issued.key)
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.server_port}/jwks"
+
+
 class Jwks(http.server.BaseHTTPRequestHandler):
+    server: Issuer
+
     def do_GET(self) -> None:
-        key = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key())) | {"kid": "k1", "use": "sig"}
-        body = json.dumps({"keys": [key]}).encode()
+        keys = [
+            json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())) | {"kid": kid, "use": "sig"}
+            for kid, key in dict(self.server.keys).items()
+        ]
+        body = json.dumps({"keys": keys}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -89,6 +122,7 @@ class System:
     credentials: Path
     elasticsearch_url: str
     alias: str
+    issuer: Issuer
 
     def client(self, name: str | None = None, token: str | None = None) -> ApiClient:
         return ApiClient(self.api.url, token or (TOKENS[name] if name else DEV_TOKEN))
@@ -102,8 +136,11 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
     alias = f"{prefix}-postings"
     credentials = tmp_path_factory.mktemp("credentials") / "credentials.json"
     credentials.write_text(credentials_document(list(TOKENS)))
-    jwks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
-    threading.Thread(target=jwks.serve_forever, daemon=True).start()
+    employers = credentials.with_name("employers.json")  # whom they write for, at both boards
+    employers.write_text(postings.employers_document(*{employer for employer, _ in GRANTS.values()}))
+    ca = CertificateAuthority.create(tmp_path_factory.mktemp("ca"), "identity provider test CA")
+    jwks = Issuer(ca)
+    threading.Thread(target=jwks.serve_forever, args=(0.05,), daemon=True).start()
     indexer = Process(
         "indexer",
         ["indexer"],
@@ -118,14 +155,17 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
         JOBPOST_API_SEARCH_ALIAS=alias,
         JOBPOST_API_CREDENTIALS_FILE=str(credentials),
         JOBPOST_API_CREDENTIALS_CHECK_S="0.2",
-        JOBPOST_API_OIDC_JWKS_URL=f"http://127.0.0.1:{jwks.server_port}/jwks",
+        JOBPOST_API_EMPLOYERS_FILE=str(employers),
+        JOBPOST_API_OIDC_JWKS_URL=jwks.url,
+        JOBPOST_API_OIDC_JWKS_CA_BUNDLE=str(ca.certificate),
+        JOBPOST_API_OIDC_JWKS_REFRESH_S=str(JWKS_REFRESH_S),
         JOBPOST_API_OIDC_ISSUER=ISSUER,
         JOBPOST_API_OIDC_AUDIENCE=AUDIENCE,
         JOBPOST_API_RATE_LIMIT="60/second",
     )  # fmt: skip
     try:
         api.wait_ready()
-        yield System(kafka, api, credentials, elasticsearch_url, alias)
+        yield System(kafka, api, credentials, elasticsearch_url, alias, jwks)
     finally:
         api.stop()
         indexer.stop()
@@ -152,6 +192,59 @@ def test_a_read_only_credential_reads_and_writes_nothing(system):
     assert (
         versions_of(system.kafka, Topics(system.kafka.topic_prefix).postings, posting["id"]) == before == [0]
     )
+
+
+def write_routes() -> list[tuple[str, str]]:
+    """Every (method, path template) of the app that writes, as the gate's route walk sees them."""
+    app = create_app(ApiSettings(tokens="t", internal_port=1))  # the routes only: never started
+    return [
+        (method, route.path)
+        for route in every_route(app.router.routes)
+        for method in sorted(set(route.methods or ()) & {"POST", "PUT", "PATCH", "DELETE"})
+    ]
+
+
+def test_a_read_only_and_a_no_scope_credential_are_refused_every_write_route(system):
+    owner = system.client("ats-acme")
+    posting = owner.create(title="Guarded")
+    postings_topic = Topics(system.kafka.topic_prefix).postings
+    before = len(read_postings(system.kafka, postings_topic))
+    item = {"title": "Taken over", "description": "x"}
+    bodies = {
+        "/postings": item,
+        "/postings/{posting_id}": item,
+        "/postings:batch": {
+            "items": [
+                {"op": "create", "posting": item},
+                {"op": "replace", "id": posting["id"], "posting": item},
+                {"op": "delete", "id": posting["id"]},
+            ]
+        },
+        "/ops/dead-letters/{board}/redrive": {},
+        "/ops/boards/{board}/faults": {"mode": "error", "probability": 1.0},
+    }
+    routes = write_routes()
+    assert ("POST", "/postings:batch") in routes and len(routes) == 7  # validate is a write route too
+    for name in ("reader-acme", "nobody"):
+        client = system.client(name)
+        for method, template in routes:
+            path = template.replace("{posting_id}", posting["id"]).replace("{board}", "linkedin")
+            refused = client.request(method, path, json=bodies.get(template), expect=403)
+            assert "lacks the scope" in refused["detail"], (name, method, path)
+
+    assert owner.get(posting["id"], strong=True)["version"] == 0
+    assert len(read_postings(system.kafka, postings_topic)) == before  # nothing written at all
+
+
+def test_each_item_of_a_batch_counts_against_the_credentials_rate(system):
+    batcher = system.client("batcher")
+    items = [{"op": "create", "posting": postings.body(n, title=f"Batch {n}")} for n in range(61)]
+    refused = batcher.request("POST", "/postings:batch", json={"items": items}, expect=429)  # 61 > 60/s
+    assert "over its rate" in refused["detail"]
+    written = read_postings(system.kafka, Topics(system.kafka.topic_prefix).postings)
+    assert not any(update is not None and update.actor == "batcher" for _, _, update in written)
+    few = batcher.request("POST", "/postings:batch", json={"items": items[:10]}, expect=200)
+    assert [i["status"] for i in few["items"]] == [201] * 10
 
 
 def test_another_employers_posting_does_not_exist_on_any_route_and_an_operator_sees_both(system):
@@ -218,11 +311,18 @@ def test_a_token_removed_from_the_file_is_refused_within_seconds(system):
     wait_until(lambda: reader.search("anything", expect=(200, 401)).status_code == 200, 5, "the token back")
 
 
-def bearer(key: rsa.RSAPrivateKey = KEY, **claims: object) -> str:
+def bearer(
+    key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey = KEY,
+    kid: str = "k1",
+    algorithm: str = "RS256",
+    **claims: object,
+) -> str:
     """A token of the test's issuer for this API, read-only for acme unless `claims` say else."""
     body = {"iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300, "sub": "svc-acme",
             "employer": "acme", "scope": "openid postings:read"} | claims  # fmt: skip
-    return jwt.encode(body, key, algorithm="RS256", headers={"kid": "k1"})
+    token = jwt.encode(body, key, algorithm=algorithm, headers={"kid": kid})
+    ISSUED.append(token)
+    return token
 
 
 def test_a_jwt_of_the_issuer_is_accepted_with_its_scopes_and_a_bad_one_is_401(system):
@@ -263,10 +363,70 @@ def test_a_credential_over_its_rate_is_answered_429_with_retry_after(system):
     system.client("reader-acme").get("no-such-posting", expect=404)
 
 
+def test_a_jwt_naming_every_employer_is_refused_and_changes_nothing(system):
+    globex = system.client("ats-globex")
+    theirs = globex.create(title="Globex's own")
+    wildcard = system.client(
+        token=bearer(employer="*", sub="mallory", scope="postings:read postings:write ops")
+    )
+    for refused in (
+        wildcard.get(theirs["id"], expect=401),
+        wildcard.replace(theirs["id"], title="Every employer's", expect=401),
+        wildcard.delete(theirs["id"], expect=401),
+        wildcard.request(
+            "POST", "/postings:batch", json={"items": [{"op": "delete", "id": theirs["id"]}]}, expect=401
+        ),
+    ):
+        assert refused["title"] == "Unauthorized"
+    assert globex.get(theirs["id"], strong=True)["version"] == 0
+    assert versions_of(system.kafka, Topics(system.kafka.topic_prefix).postings, theirs["id"]) == [0]
+
+
+def test_an_es256_header_over_an_rsa_key_is_a_401_without_a_stack_trace(system):
+    posting = system.client("ats-acme").create(title="Algorithm confusion")
+    mismatched = bearer(key=ec.generate_private_key(ec.SECP256R1()), algorithm="ES256")  # kid k1: RSA
+    answer = system.client(token=mismatched).get(posting["id"], expect=401)
+    assert answer["status"] == 401 and "Traceback" not in json.dumps(answer)
+    log = system.api.log_path.read_text(errors="replace")
+    assert "invalid_jwt (bearer JWT refused: InvalidAlgorithmError)" in log  # said in one line, no trace
+    assert "unhandled error" not in log and "TypeError" not in log
+
+
+def test_a_key_removed_from_the_jwks_is_refused_within_the_refresh_interval(system):
+    rotating = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    system.issuer.keys = {"k1": KEY, "k-old": rotating}
+    posting = system.client("ats-acme").create(title="Rotated")
+    client = system.client(token=bearer(key=rotating, kid="k-old"))
+    wait_until(
+        lambda: client.get(posting["id"], expect=(200, 401)).status_code == 200, 10, "the new key used"
+    )
+
+    system.issuer.keys = {"k1": KEY}  # the issuer rotates k-old out
+    removed = time.monotonic()
+    wait_until(lambda: client.get(posting["id"], expect=(200, 401)).status_code == 401, 10, "k-old refused")
+    assert time.monotonic() - removed < JWKS_REFRESH_S + 1.5  # the interval, a fetch and a poll
+    system.client(token=bearer()).get(posting["id"])  # k1 still trusted
+
+
+def test_an_oidc_subject_named_like_a_file_credential_has_its_own_rate_and_actor(system):
+    burst = system.client("burst")
+    twin = system.client(token=bearer(sub="burst", scope="postings:read postings:write"))
+    wait_until(
+        lambda: any(burst.http.get("/postings/none").status_code == 429 for _ in range(200)), 10, "burst over"
+    )
+    twin.get("no-such-posting", expect=404)  # not burst's bucket
+    created = twin.create(title="By the twin")
+
+    def actors() -> set[str]:
+        return {e.actor for e in audit_events(system.kafka) if e.posting_id == created["id"]}
+
+    wait_until(lambda: actors() == {f"oidc:{ISSUER}#burst"}, 30, "the twin's audit event")
+
+
 def dead_letter(kafka: KafkaSettings, update: PostingUpdate) -> None:
     """A LinkedIn dead letter for `update`, as the consumer writes one."""
     headers = DeadLetterHeaders("HTTP 400: rejected", Topics(kafka.topic_prefix).postings, 0, 0, 1, 1, 1)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(Topics(kafka.topic_prefix).dlq("linkedin"), codec.posting_updates().encode(update),
                      update.posting_id.encode(), headers=headers.to_headers())  # fmt: skip
     assert producer.flush(10) == 0
@@ -290,7 +450,7 @@ def test_every_accepted_write_and_redrive_is_in_the_audit_stream(system):
     by_dev = dev.create(title="By a development token")
     acme.replace(by_dev["id"], title="Refused: not acme's", expect=404)  # refused: not audited
     letter = PostingUpdate(
-        by_dev["id"], 0, Op.CREATED, f"{by_dev['id']}:0", "r", Posting("Audited", ""), 1, 1
+        by_dev["id"], 0, Op.CREATED, f"{by_dev['id']}:0", "r", postings.posting(2, title="Audited"), 1, 1
     )
     dead_letter(system.kafka, letter)
 
@@ -319,8 +479,9 @@ def test_every_accepted_write_and_redrive_is_in_the_audit_stream(system):
 def test_a_deleted_posting_keeps_no_text_in_search_or_its_timeline(system):
     acme = system.client("ats-acme")
     word = f"secret{uuid.uuid4().hex[:8]}"
-    posting = acme.create(title=f"Top {word} role", description=f"The {word} details", notes=word)
-    acme.replace(posting["id"], title=f"Top {word} role, senior", description=f"More {word}")
+    details = f"{postings.body(0)['description']} The {word} details."
+    posting = acme.create(title=f"Top {word} role", description=details, notes=word)
+    acme.replace(posting["id"], title=f"Top {word} role, senior", description=f"{details} More {word}.")
 
     def document() -> dict | None:
         answer = httpx.get(f"{system.elasticsearch_url}/{system.alias}/_doc/{posting['id']}", timeout=10)
@@ -353,3 +514,24 @@ def test_the_playground_and_the_docs_carry_the_security_headers(system):
         assert answer.headers["Referrer-Policy"] == "no-referrer"
     readiness = httpx.get(f"{system.api.url}/readyz", timeout=10)
     assert readiness.status_code == 200  # no token needed
+
+
+def test_every_refusal_is_counted_and_no_token_reaches_the_log(system):
+    """Last in this module: what every test above sent (file tokens, the development token,
+    every JWT, valid or refused) is nowhere in the API's log, and its refusals are counted."""
+    system.client(token="a-guessed-token-" + uuid.uuid4().hex).get("anything", expect=401)
+    metrics = httpx.get(f"{system.api.url}/metrics", timeout=10).text
+    counted = {
+        line.split('reason="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("jobpost_api_auth_failures_total{")
+    }
+    assert counted.get("unknown_token", 0) >= 1 and counted.get("invalid_jwt", 0) >= 5
+    assert counted.get("jwt_claims", 0) >= 1 and counted.get("scope", 0) >= 12
+
+    log = system.api.log_path.read_text(errors="replace")
+    assert "401 GET /postings/anything" in log and "lacks the scope" in log  # refusals are logged
+    secrets = [*TOKENS.values(), DEV_TOKEN, *ISSUED]
+    for secret in secrets:
+        assert secret not in log, "a token in the API's log"
+        assert secret.split(".")[-1] not in log  # not even a JWT's signature

@@ -8,10 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from tests import postings
 from tests.processes import ApiProcess, read_postings, versions_of
 
 WRITES_PER_CLIENT = 60
-POSTING = {"title": "Stream Processing Engineer", "description": "Kafka, Python"}
+POSTING = postings.body(6, title="Stream Processing Engineer")
 
 
 def replace_concurrently(apis: list[ApiProcess], posting_id: str, total: int, clients: int) -> list[int]:

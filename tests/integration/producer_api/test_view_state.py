@@ -10,13 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 
 from producer_api.config import ApiSettings
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import PostingsView, PostingView
 from producer_api.readiness import Readiness
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from runtime.stores import PartitionStore, Put, StateSettings
 from schemas import codec
@@ -30,9 +31,15 @@ Written = dict[str, PostingView]  # what a reader should see, by posting id
 def posting_update(posting_id: str, version: int, op: Op = Op.UPDATED) -> PostingUpdate:
     text = f"{posting_id} v{version} " + "d" * 1500
     return PostingUpdate(
-        posting_id, version, op, f"{posting_id}-{version}", f"r-{posting_id}-{version}",
-        Posting(f"Title {posting_id} v{version}", text), 1_000_000 + version, 2_000_000 + version,
-    )  # fmt: skip
+        posting_id,
+        version,
+        op,
+        f"{posting_id}-{version}",
+        f"r-{posting_id}-{version}",
+        Posting(f"Title {posting_id} v{version}", text),
+        1_000_000 + version,
+        2_000_000 + version,
+    )
 
 
 def write(
@@ -40,16 +47,19 @@ def write(
 ) -> int:
     """Write PostingUpdates (a version) and tombstones (None) on the posting's partition,
     and note what a reader should then see."""
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     for posting_id, version, op in changes:
         if version is None:
             value = None
             before = written.get(posting_id)
             written[posting_id] = PostingView(
-                posting_id, before.version if before else -1, True, None,
+                posting_id,
+                before.version if before else -1,
+                True,
+                None,
                 before.last_update_time_millis if before else None,
                 before.employer if before else None,  # a deleted posting's owner is kept
-            )  # fmt: skip
+            )
         else:
             update = posting_update(posting_id, version, op)
             value = codec.posting_updates().encode(update)
@@ -109,7 +119,7 @@ def assert_answers(view: PostingsView, written: Written) -> None:
 def test_a_restart_reads_only_what_was_written_since(kafka, topics, state, views):
     written: Written = {}
     first_count = write(kafka, topics.postings, written, history(3000))
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topics.postings, key=b"p00001", value=b"not avro", partition=partition_for("p00001", 3))
     producer.flush(10)  # a poison record is skipped, and still counts as read
 

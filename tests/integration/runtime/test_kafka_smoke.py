@@ -3,19 +3,21 @@
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
+from runtime.kafka_clients import KafkaClients
 from runtime.topics import TopicMismatchError, ensure_topics
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests import postings
 from tests.processes import wait_until
 
 
 def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics: Topics):
-    producer = Producer(kafka.producer_config(**{"transactional.id": f"smoke-{uuid.uuid4()}"}))
+    producer = KafkaClients(kafka).transactional(f"smoke-{uuid.uuid4()}")
     producer.init_transactions(30)
     posting_ids = [f"posting-{i}" for i in range(12)]
     records = {}
@@ -27,7 +29,7 @@ def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics
             op=Op.CREATED,
             idempotency_key=f"{posting_id}:{version}",
             request_id="smoke",
-            posting=Posting("Smoke", ""),
+            posting=postings.posting(0, title="Smoke"),
             last_update_time_millis=1,
             accepted_at=1,
         )
@@ -41,7 +43,7 @@ def test_transactional_update_is_read_committed_on_javas_partition(kafka, topics
     producer.produce(topics.postings, key="aborted", value=b"never seen")
     producer.abort_transaction(30)
 
-    consumer = Consumer(kafka.consumer_config(f"{kafka.topic_prefix}-smoke"))
+    consumer = KafkaClients(kafka).reader(f"{kafka.topic_prefix}-smoke")
     consumer.assign([TopicPartition(topics.postings, p, 0) for p in range(kafka.partitions)])
     seen = {}
     try:

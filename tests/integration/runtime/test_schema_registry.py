@@ -8,12 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from runtime import records
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.schema_registry import SchemaRegistryError, SchemaRegistrySettings, use_schema_registry
 from schemas import codec, framing
@@ -57,7 +58,7 @@ def an_update(posting_id: str = "p-1", version: int = 0) -> PostingUpdate:
 
 
 def produced(kafka: KafkaSettings, topic: str, key: str, value: bytes) -> None:
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topic, value, key)
     assert producer.flush(10) == 0
 

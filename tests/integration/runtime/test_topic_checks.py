@@ -11,7 +11,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from jobpost.processes import free_port
+from jobpost_dev.processes import free_port
 from runtime.kafka import KafkaSettings
 from runtime.topics import TopicMismatchError, ensure_topics
 from schemas.topics import DAY_MS, Component, Topics

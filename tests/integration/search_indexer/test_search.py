@@ -5,13 +5,14 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
 from elasticsearch import Elasticsearch
 
+from runtime.kafka_clients import KafkaClients
 from runtime.search_server import ElasticsearchSettings
 from schemas import codec
 from search_indexer.config import IndexerSettings
 from search_indexer.reindex import reindex
+from tests import postings
 from tests.processes import (
     ApiProcess,
     Process,
@@ -69,10 +70,10 @@ def versions_found(api: ApiProcess, q: str) -> list[int] | None:
 
 
 def test_search_follows_create_replace_and_delete(api, indexer):
-    posting = api.client.create(title="Platypus Keeper", description="zoo")
+    posting = api.client.create(title="Platypus Keeper")
     wait_until(lambda: ids_found(api, "platypus") == [posting["id"]], 60, "the new title to be searchable")
 
-    api.client.replace(posting["id"], title="Wombat Keeper", description="zoo")
+    api.client.replace(posting["id"], title="Wombat Keeper")
     wait_until(lambda: ids_found(api, "wombat") == [posting["id"]], 60, "the replaced title to be searchable")
     assert ids_found(api, "platypus") == []
     assert api.client.search("wombat")["items"][0]["version"] == 1
@@ -82,8 +83,11 @@ def test_search_follows_create_replace_and_delete(api, indexer):
 
 
 def test_description_text_is_not_searched_by_default(api, indexer):
-    gardener = api.client.create(title="Gardener", description="marsupial habitat")
-    marker = api.client.create(title="Marsupial Vet", description="")
+    gardener = api.client.create(
+        title="Gardener",
+        description=postings.body(4)["description"] + " You will look after a marsupial habitat.",
+    )
+    marker = api.client.create(title="Marsupial Vet")
     # Both are indexed (each is found by its title) before the description is searched for.
     wait_until(lambda: ids_found(api, "gardener") == [gardener["id"]], 60, "the gardener to be indexed")
     wait_until(lambda: ids_found(api, "vet") == [marker["id"]], 60, "the vet to be indexed")
@@ -92,8 +96,8 @@ def test_description_text_is_not_searched_by_default(api, indexer):
 
 
 def test_best_first_and_paged_with_a_cursor(api, indexer):
-    exact = api.client.create(title="Kafka", description="")
-    others = [api.client.create(title=f"Kafka Streams Engineer {i}", description="")["id"] for i in range(5)]
+    exact = api.client.create(title="Kafka")
+    others = [api.client.create(title=f"Kafka Streams Engineer {i}")["id"] for i in range(5)]
     wait_until(lambda: len(ids_found(api, "kafka") or []) == 6, 60, "all six to be searchable")
 
     pages, cursor = [], None
@@ -110,23 +114,28 @@ def test_best_first_and_paged_with_a_cursor(api, indexer):
 
 
 def test_bad_search_parameters_are_422(api):
-    for q, limit, cursor in (("", None, None), ("x", 0, None), ("x", 101, None), ("x", None, "garbage"),
-                             (None, None, None)):  # fmt: skip
+    for q, limit, cursor in (
+        ("", None, None),
+        ("x", 0, None),
+        ("x", 101, None),
+        ("x", None, "garbage"),
+        (None, None, None),
+    ):
         api.client.search(q, limit=limit, cursor=cursor, expect=422)
 
 
 def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, elasticsearch_url, alias):
-    posting = api.client.create(title="Otter Trainer v0", description="")
+    posting = api.client.create(title="Otter Trainer v0")
     for v in range(1, 6):
-        api.client.replace(posting["id"], title=f"Otter Trainer v{v}", description="")
+        api.client.replace(posting["id"], title=f"Otter Trainer v{v}")
     wait_until(lambda: versions_found(api, "otter") == [5], 60, "version 5 indexed")
 
     # Replay version 3 of the posting, as a consumer restarted from an old offset would.
     key, partition, v3 = next(r for r in read_postings(kafka, topics.postings) if r[2] and r[2].version == 3)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     producer.produce(topics.postings, key=key, value=codec.posting_updates().encode(v3), partition=partition)
     producer.flush(10)
-    marker = api.client.create(title="Otter Marker", description="")
+    marker = api.client.create(title="Otter Marker")
     wait_until(lambda: marker["id"] in (ids_found(api, "marker") or []), 60, "a later record to be indexed")
 
     es = Elasticsearch(elasticsearch_url)
@@ -136,8 +145,8 @@ def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, el
 
 
 def test_reindex_gives_the_same_answers(api, indexer, kafka, elasticsearch_url, alias):
-    created = [api.client.create(title=f"Heron Watcher {i}", description="")["id"] for i in range(4)]
-    api.client.replace(created[0], title="Heron Watcher renamed", description="")
+    created = [api.client.create(title=f"Heron Watcher {i}")["id"] for i in range(4)]
+    api.client.replace(created[0], title="Heron Watcher renamed")
     api.client.delete(created[1])
     wait_until(lambda: len(ids_found(api, "heron") or []) == 3, 60, "three live herons")
     before = sorted((i["id"], i["version"], i["title"]) for i in api.client.search("heron")["items"])
@@ -177,9 +186,9 @@ def test_nothing_is_lost_while_the_search_server_is_away(api, indexer_env, elast
         {**indexer_env, "JOBPOST_INDEXER_ELASTICSEARCH_URL": f"http://127.0.0.1:{port}"},
     )
     try:
-        ids = [api.client.create(title=f"Lynx Ranger {i}", description="")["id"] for i in range(30)]
+        ids = [api.client.create(title=f"Lynx Ranger {i}")["id"] for i in range(30)]
         for i in ids[:10]:
-            api.client.replace(i, title=f"Lynx Ranger {i} updated", description="")
+            api.client.replace(i, title=f"Lynx Ranger {i} updated")
         assert ids_found(api, "lynx") == []
 
         def caught_up() -> bool:

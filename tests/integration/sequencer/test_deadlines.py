@@ -12,14 +12,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from runtime.kafka import KafkaSettings, end_offset
+from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.model import Outcome
 from schemas.partitioning import partition_for
+from tests import postings
 from tests.processes import ApiProcess, Process, kafka_env, read_postings, wait_until
 
 TOKEN = "deadline-token"
@@ -43,7 +45,7 @@ class BrokerTime:
         new = NewTopic(self.topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
         admin = AdminClient(kafka.client_config())
         admin.create_topics([new])[self.topic].result(30)
-        self.producer = Producer(kafka.producer_config())
+        self.producer = KafkaClients(kafka).producer()
 
     def now_millis(self) -> int:
         told: list[int] = []
@@ -56,7 +58,7 @@ def appended_at(kafka: KafkaSettings, posting_id: str, after: int) -> int | None
     """The append time of the posting's first command written at or after offset `after`."""
     topic = f"{kafka.topic_prefix}.commands"
     partition = partition_for(posting_id, kafka.partitions)
-    consumer = Consumer(kafka.consumer_config(f"probe-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"probe-{uuid.uuid4().hex}")
     try:
         if end_offset(consumer, topic, partition) <= after:
             return None
@@ -95,7 +97,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
     http = httpx.Client(base_url=api.url, headers=api.headers, timeout=30)
 
     def put(posting_id: str, title: str) -> httpx.Response:
-        body = {"title": title, "description": "Deadlines", "notes": ""}
+        body = postings.body(1, title=title, notes="")
         response = http.put(f"/postings/{posting_id}", json=body)
         answered.setdefault(title, []).append(response.status_code)
         return response
@@ -110,7 +112,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
         return response
 
     def create() -> httpx.Response:
-        created = http.post("/postings", json={"title": "v0", "description": "Deadlines", "notes": ""})
+        created = http.post("/postings", json=postings.body(1, title="v0", notes=""))
         answered.setdefault("v0", []).append(created.status_code)
         return created
 
@@ -171,7 +173,7 @@ def test_every_write_ends_as_answered_whatever_the_hosts_clocks_say(kafka, topic
 
 
 def end_offset_of(kafka: KafkaSettings, posting_id: str) -> int:
-    consumer = Consumer(kafka.consumer_config(f"probe-{uuid.uuid4().hex}"))
+    consumer = KafkaClients(kafka).probe(f"probe-{uuid.uuid4().hex}")
     try:
         return end_offset(
             consumer, f"{kafka.topic_prefix}.commands", partition_for(posting_id, kafka.partitions)

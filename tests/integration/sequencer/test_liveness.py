@@ -5,12 +5,13 @@ import time
 import uuid
 
 import httpx
-from confluent_kafka import Producer
 
+from runtime.kafka_clients import KafkaClients
+from tests import postings
 from tests.processes import running_api, versions_of, wait_until
 
 TOKEN = "liveness-token"
-POSTING = {"title": "Night Porter", "description": "Keys"}
+POSTING = postings.body(8, title="Night Porter")
 
 
 def sessions_started(api) -> float:
@@ -39,9 +40,7 @@ def test_a_fenced_sequencer_session_is_replaced_and_writes_resume(kafka, topics,
         watcher.start()
         # A producer with the member's transactional id fences the member's producer, as a
         # successor does to a zombie: the member's next transaction fails for good.
-        intruder = Producer(
-            kafka.producer_config(**{"transactional.id": f"{kafka.topic_prefix}-sequencer-{instance}"})
-        )
+        intruder = KafkaClients(kafka).transactional(f"{kafka.topic_prefix}-sequencer-{instance}")
         intruder.init_transactions(30)
         try:
             for n in range(10):

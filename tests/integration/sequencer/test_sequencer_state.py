@@ -13,10 +13,12 @@ import httpx
 from confluent_kafka import Producer
 from rocksdict import Options, Rdict
 
+from runtime.kafka_clients import KafkaClients
 from runtime.stores import PartitionStore
 from schemas import codec
-from schemas.model import Op, Posting, PostingUpdate
+from schemas.model import Op, PostingUpdate
 from schemas.partitioning import partition_for
+from tests import postings
 from tests.processes import ApiProcess, read_postings, running_api, versions_of
 
 TOKEN = "test-token"
@@ -79,25 +81,36 @@ def test_an_empty_state_folder_restores_versions_deletes_and_idempotency_keys(
     records = [(k, v) for k, _, v in read_postings(kafka, topics.postings) if k == gone]
     # The DELETED version carries the newest text though the sequencer's state holds none.
     assert [(v.version, v.op, v.posting.title) for _, v in records if v] == [
-        (0, Op.CREATED, "Doomed"), (1, Op.UPDATED, "Last words"), (2, Op.DELETED, "Last words"),
-    ]  # fmt: skip
+        (0, Op.CREATED, "Doomed"),
+        (1, Op.UPDATED, "Last words"),
+        (2, Op.DELETED, "Last words"),
+    ]
     assert records[-1][1] is None  # then the tombstone
     assert versions_of(kafka, topics.postings, kept) == [0, 1, 2]
 
 
 def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topics, elasticsearch_url):
     """Postings written by a release without the changelog (or straight to the log)."""
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     posting_id = str(uuid.uuid4())
     for version, op in enumerate((Op.CREATED, Op.UPDATED)):
         update = PostingUpdate(
-            posting_id, version, op, f"{posting_id}:{version}", f"r{version}",
-            Posting(f"Title {version}", "d", ""), 1000 + version, 1000 + version, "",
-        )  # fmt: skip
+            posting_id,
+            version,
+            op,
+            f"{posting_id}:{version}",
+            f"r{version}",
+            postings.posting(version, title=f"Title {version}", notes=""),
+            1000 + version,
+            1000 + version,
+            "",
+        )
         producer.produce(
-            topics.postings, key=posting_id, value=codec.posting_updates().encode(update),
+            topics.postings,
+            key=posting_id,
+            value=codec.posting_updates().encode(update),
             partition=partition_for(posting_id, kafka.partitions),
-        )  # fmt: skip
+        )
     assert producer.flush(15) == 0
 
     with running_api(kafka, TOKEN, elasticsearch_url) as api:
@@ -160,9 +173,15 @@ def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_
         # there is no longer the one it predicts.
         partition = partition_for(posting_id, kafka.partitions)
         intruder = PostingUpdate(
-            posting_id="intruder", version=0, op=Op.CREATED, idempotency_key="intruder:0",
-            request_id="r", posting=Posting("Intruder", ""), last_update_time_millis=1, accepted_at=1,
-        )  # fmt: skip
+            posting_id="intruder",
+            version=0,
+            op=Op.CREATED,
+            idempotency_key="intruder:0",
+            request_id="r",
+            posting=postings.posting(1, title="Intruder"),
+            last_update_time_millis=1,
+            accepted_at=1,
+        )
         producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
         producer.produce(
             topics.postings, codec.posting_updates().encode(intruder), "intruder", partition=partition

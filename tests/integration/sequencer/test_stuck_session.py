@@ -33,7 +33,7 @@ def test_a_stuck_session_is_replaced_and_its_late_call_refused(kafka, topics, el
         "JOBPOST_SEQUENCER_STUCK_AFTER_S": "2",
     }
     with running_api(kafka, TOKEN, elasticsearch_url, **env) as api:
-        posting_id = api.client.create(title="Night Porter", description="Keys")["id"]
+        posting_id = api.client.create(title="Night Porter")["id"]
 
         def write(n: int) -> bool:
             answer = api.client.replace(

@@ -17,10 +17,12 @@ from confluent_kafka import Producer
 from cryptography.fernet import Fernet
 
 from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from runtime.listing_events import listing_event, publish_listing_event
 from schemas.listing_events import Listing, ListingEvent
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
+from tests import postings
 from tests.client import ApiClient
 from tests.integration.webhooks.receiver import Receiver, now_ms
 from tests.processes import ApiProcess, Process, free_port, kafka_env, wait_until
@@ -127,14 +129,17 @@ def system(kafka, elasticsearch_url, tmp_path: Path, webhooks_api_env) -> Iterat
     key = Fernet.generate_key().decode()
     credentials = tmp_path / "credentials.json"
     credentials.write_text(credentials_document())
+    employers = tmp_path / "employers.json"  # whom they write for, at both boards
+    employers.write_text(postings.employers_document(*{employer for employer, _ in GRANTS.values()}))
     settings = {
         "JOBPOST_API_CREDENTIALS_FILE": str(credentials),
+        "JOBPOST_API_EMPLOYERS_FILE": str(employers),
         "JOBPOST_WEBHOOK_SECRETS_KEY": key,
         "JOBPOST_API_WEBHOOK_LOCAL_HTTP": "true",
         **webhooks_api_env,
     }
     api = ApiProcess(kafka, DEV_TOKEN, elasticsearch_url, **settings)
-    producer = Producer(kafka.producer_config())
+    producer = KafkaClients(kafka).producer()
     started = WebhookSystem(kafka, api, key, producer)
     try:
         api.wait_ready()

@@ -15,6 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from schemas.model import Op, Posting, PostingUpdate
+from tests import postings
 
 
 @dataclass
@@ -87,7 +88,7 @@ def update(
         op=op,
         idempotency_key=f"{posting_id}:{version}",
         request_id="r1",
-        posting=posting or Posting("Engineer", "Builds things", ""),
+        posting=posting or postings.posting(0),
         last_update_time_millis=1_700_000_000_000,
         accepted_at=1_700_000_000_001,
         employer=employer,

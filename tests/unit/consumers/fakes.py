@@ -8,6 +8,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
+from consumers.attempts import Attempts
 from consumers.boards.base import (
     Delivered,
     ElementOutcome,
@@ -21,11 +22,13 @@ from consumers.destination.circuit import Circuit, CircuitSettings
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item
 from consumers.lanes import LaneScheduler
+from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy, RetrySettings
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, Destination, Op, Posting, PostingUpdate
+from schemas.model import DeliveryState, Destination, Op, PostingUpdate
+from tests import postings
 
-SNAPSHOT = Posting("Engineer", "d", "")
+SNAPSHOT = postings.posting(0)
 
 
 def update(posting_id: str, version: int, op: str | None = None) -> PostingUpdate:
@@ -197,8 +200,8 @@ class FakeTokens:
 
 
 class FakeOutcomes:
-    """Keeps what it is given, and (as the runner's store does) each posting's latest state
-    where the lanes read it."""
+    """The delivery log (`consumers.outcomes.DeliveryLog`): keeps what it is given, and (as
+    the runner's store does) each posting's latest state where the lanes read it."""
 
     def __init__(self) -> None:
         self.latest: dict[str, DeliveryState] = {}
@@ -246,19 +249,31 @@ class Harness:
         self.outcomes = FakeOutcomes()
         self.finished: list[Item] = []
         self.destination = SharedDestination(
-            self.board, self.tokens, RateBudget(records_per_minute, requests_per_minute), Circuit(circuit),
-            max_in_flight=max_in_flight, batch_wait_ms=batch_wait_ms, task_poll_interval_s=1,
-            task_timeout_s=task_timeout_s, clock=self.clock,
-        )  # fmt: skip
+            self.board,
+            self.tokens,
+            RateBudget(records_per_minute, requests_per_minute),
+            Circuit(circuit),
+            max_in_flight=max_in_flight,
+            batch_wait_ms=batch_wait_ms,
+            task_poll_interval_s=1,
+            task_timeout_s=task_timeout_s,
+            clock=self.clock,
+        )
         self.scheduler = LaneScheduler(
-            Destination.LINKEDIN, self.destination, self.outcomes, self.outcomes.latest, self.finished.append,
-            policy=RetryPolicy(retry or RetrySettings(first_wait_s=1, max_wait_s=10)), clock=self.clock,
+            Destination.LINKEDIN,
+            Outcomes(Destination.LINKEDIN, self.outcomes, self.clock),
+            Attempts(Destination.LINKEDIN, self.destination, self.clock),
+            self.outcomes.latest,
+            RetryPolicy(retry or RetrySettings(first_wait_s=1, max_wait_s=10)),
+            clock=self.clock,
             conflate=conflate,
-        )  # fmt: skip
+        )
 
     def add(self, *items: Item) -> None:
         for one in items:
-            self.scheduler.add(one)
+            self.scheduler.add(one).add_done_callback(
+                lambda done, one=one: None if done.cancelled() else self.finished.append(one)
+            )
 
     async def settle(self, finished: int, limit_ms: int = 3_600_000) -> None:
         await self.clock.run(lambda: len(self.finished) >= finished and not self.scheduler.lanes, limit_ms)

@@ -4,7 +4,6 @@ that keeps sandbox credentials away from a real board."""
 from __future__ import annotations
 
 import asyncio
-import json
 from urllib.parse import parse_qsl
 
 import aiohttp
@@ -12,17 +11,14 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from consumers.board_tokens import ClientCredentials, StaticToken, refresh_after, token_source, with_token
 from consumers.boards import settings as board_settings
-from consumers.boards.base import BoardDown, Rejected, Submitted, TokenRefused
-from consumers.boards.employers import EmployerRegistry
+from consumers.boards.base import BoardDown, TokenRefused
 from consumers.boards.indeed import IndeedSettings
-from consumers.boards.legacy import OneAtATime
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.boards.settings import UnsafeBoardSettings
-from consumers.boards.tokens import ClientCredentials, StaticToken, refresh_after, token_source
-from consumers.errors import RejectedError, RetryableError
-from jobpost.sandbox import tokens as sandbox_tokens
-from tests.unit.consumers.board_server import answering, board, run, update
+from jobpost_dev.sandbox import tokens as sandbox_tokens
+from tests.unit.consumers.board_server import answering, board, run
 
 
 class Clock:
@@ -217,59 +213,6 @@ def test_a_real_board_with_its_own_credentials_starts(tmp_path):
     ).check_credentials()
 
 
-def test_an_employer_registry_is_read_from_its_file_and_a_bad_one_stops_the_start(tmp_path):
-    path = tmp_path / "employers.json"
-    path.write_text(
-        json.dumps(
-            {
-                "employers": {
-                    "acme": {
-                        "company_name": "Acme",
-                        "linkedin": {"organization": "urn:li:organization:42"},
-                        "indeed": {
-                            "employer_id": "a-1",
-                            "employer_id_type": "ATS_ID",
-                            "source_name": "Acme",
-                            "country": "FR",
-                        },
-                    }
-                }
-            }
-        )
-    )
-    registry = EmployerRegistry.load(path)
-    assert registry.source == str(path)
-    acme = registry.get("acme")
-    assert (
-        acme is not None
-        and acme.linkedin is not None
-        and acme.linkedin.organization == "urn:li:organization:42"
-    )
-    assert registry.get("default") is None
-    path.write_text(
-        json.dumps({"employers": {"acme": {"company_name": "Acme", "linkedin": {"organization": "acme"}}}})
-    )
-    with pytest.raises(ValueError, match=r"(?s)employer registry .*linkedin\.organization"):
-        EmployerRegistry.load(path)
-
-
-class Adapter:
-    """A board adapter whose outcomes the test sets, for the shim the current runner calls."""
-
-    destination = "linkedin"
-
-    def __init__(self, *results) -> None:
-        self.results = list(results)
-        self.tokens: list[str] = []
-
-    async def send(self, updates, token):
-        self.tokens.append(token)
-        result = self.results.pop(0)
-        if isinstance(result, Exception):
-            raise result
-        return [result]
-
-
 class Tokens:
     def __init__(self) -> None:
         self.current, self.expired = 1, []
@@ -282,14 +225,20 @@ class Tokens:
         self.current += 1
 
 
-def test_the_shim_for_the_current_runner_retries_a_refused_token_once_and_maps_outcomes():
-    tokens = Tokens()
-    adapter = Adapter(TokenRefused("401"), Submitted("task"))
-    run(OneAtATime(adapter, tokens).upsert(update()))  # type: ignore[arg-type]
-    assert adapter.tokens == ["t1", "t2"] and tokens.expired == ["t1"]
-    with pytest.raises(RejectedError, match="bad title"):
-        run(OneAtATime(Adapter(Rejected("bad title")), Tokens()).close(update()))  # type: ignore[arg-type]
-    with pytest.raises(RetryableError, match="fresh token"):
-        run(OneAtATime(Adapter(TokenRefused("401"), TokenRefused("401")), Tokens()).upsert(update()))  # type: ignore[arg-type]
-    with pytest.raises(RetryableError):
-        run(OneAtATime(Adapter(BoardDown("refused")), Tokens()).upsert(update()))  # type: ignore[arg-type]
+def test_a_call_whose_token_is_refused_goes_once_more_with_a_fresh_one_and_a_second_refusal_is_the_board():
+    tokens, seen = Tokens(), []
+
+    async def refused_once(token: str) -> str:
+        seen.append(token)
+        if len(seen) == 1:
+            raise TokenRefused("401")
+        return "answered"
+
+    assert run(with_token(tokens, "linkedin", refused_once)) == "answered"
+    assert (seen, tokens.expired) == (["t1", "t2"], ["t1"])
+
+    async def always_refused(token: str) -> str:
+        raise TokenRefused(f"401 for {token}")
+
+    with pytest.raises(BoardDown, match="linkedin refused a fresh access token: 401 for t3"):
+        run(with_token(tokens, "linkedin", always_refused))

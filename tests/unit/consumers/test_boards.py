@@ -21,11 +21,13 @@ from consumers.boards.base import (
     TokenRefused,
     Unsure,
 )
-from consumers.boards.employers import SANDBOX_REGISTRY, Employer, EmployerRegistry, LinkedInIdentity
 from consumers.boards.indeed import IndeedAdapter, IndeedSettings
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
-from jobpost.sandbox import MALFORMED_ANSWERS
+from jobpost_dev.sandbox import MALFORMED_ANSWERS
+from listing import indeed_rules, linkedin_rules
+from listing.employers import SANDBOX_REGISTRY, Employer, EmployerRegistry, LinkedInIdentity
 from schemas.model import Op, Posting
+from tests import postings
 from tests.unit.consumers.board_server import answering, board, run, update
 
 ACCEPTED = {"status": 202, "id": "urn:li:simpleJobPostingTask:t1"}
@@ -51,10 +53,10 @@ def send(kind: str, handler, updates, employers: EmployerRegistry | None = None)
 
 
 def test_linkedin_is_sent_each_job_with_what_linkedin_requires():
-    created = update(
-        "p1", 0, Op.CREATED, posting=Posting("Engineer", "Builds", "", "Paris, France", "https://a.example/1")
-    )
-    closed = update("p2", 3, Op.DELETED)
+    lyon = postings.posting(5)
+    created = update("p1", 0, Op.CREATED, posting=lyon)
+    # A record written before postings named their locations.
+    closed = update("p2", 3, Op.DELETED, posting=Posting("Engineer", "Builds things"))
     outcomes, seen = send("linkedin", answering({"elements": [ACCEPTED, ACCEPTED]}), [created, closed])
     assert outcomes == [Submitted("urn:li:simpleJobPostingTask:t1")] * 2
     (call,) = seen
@@ -66,16 +68,16 @@ def test_linkedin_is_sent_each_job_with_what_linkedin_requires():
     first, second = call.json()["elements"]
     assert first == {
         "integrationContext": "urn:li:organization:1",
-        "companyApplyUrl": "https://a.example/1",
+        "companyApplyUrl": lyon.apply_url,
         "externalJobPostingId": "p1",
         "jobPostingOperationType": "CREATE",
-        "title": "Engineer",
-        "description": "Builds",
+        "title": lyon.title,
+        "description": lyon.description,
         "listedAt": 1_700_000_000_000,
-        "location": "Paris, France",
+        "location": "Lyon, Auvergne-Rhône-Alpes, FR",
         "listingType": "BASIC",
     }
-    # A posting without a location or apply URL takes its employer's; a delete closes.
+    # A record without a location or apply URL takes its employer's; a delete closes.
     assert second["jobPostingOperationType"] == "CLOSE"
     assert (second["location"], second["companyApplyUrl"]) == (
         "San Francisco, California",
@@ -109,15 +111,14 @@ def test_an_employer_the_registry_does_not_know_is_refused_and_never_sent():
     stranger = update("p2", 1, employer="acme")
     outcomes, seen = send("linkedin", answering({"elements": [ACCEPTED]}), [update("p1"), stranger])
     assert outcomes[0] == Submitted("urn:li:simpleJobPostingTask:t1")
-    assert isinstance(outcomes[1], Rejected)
-    assert (
-        "'acme'" in outcomes[1].reason and "JOBPOST_CONSUMER_LINKEDIN__EMPLOYERS_FILE" in outcomes[1].reason
-    )
+    # In the words of the rule the API refuses such a posting with: no server path, no setting.
+    (linkedin_problem,) = linkedin_rules.employer_problems("acme", SANDBOX_REGISTRY)
+    assert outcomes[1] == Rejected(linkedin_problem.detail)
+    assert "'acme'" in outcomes[1].reason and "EMPLOYERS_FILE" not in outcomes[1].reason
     assert [e["externalJobPostingId"] for e in seen[0].json()["elements"]] == ["p1"]
     outcomes, seen = send("indeed", answering({}), [stranger])
-    assert (
-        isinstance(outcomes[0], Rejected) and "JOBPOST_CONSUMER_INDEED__EMPLOYERS_FILE" in outcomes[0].reason
-    )
+    (indeed_problem,) = indeed_rules.employer_problems("acme", SANDBOX_REGISTRY)
+    assert outcomes == [Rejected(indeed_problem.detail)]
     assert seen == []
 
 
@@ -129,7 +130,8 @@ def test_an_employer_without_a_location_is_sent_without_one_for_the_board_to_ref
             )
         }
     )
-    _, seen = send("linkedin", answering({"elements": [ACCEPTED]}), [update()], bare)
+    record = update(posting=Posting("Engineer", "Builds things"))  # from before locations
+    _, seen = send("linkedin", answering({"elements": [ACCEPTED]}), [record], bare)
     assert "location" not in seen[0].json()["elements"][0]
     assert "companyApplyUrl" not in seen[0].json()["elements"][0]
 
@@ -210,6 +212,7 @@ def test_linkedin_tasks_are_asked_for_in_one_get_per_fifty_ids():
 
 
 def test_indeed_is_sent_each_job_with_what_indeed_requires():
+    berlin = postings.posting(0)
     outcomes, seen = send("indeed", answering(upserted("s1")), [update()])
     assert outcomes == [Delivered()]
     (call,) = seen
@@ -222,9 +225,9 @@ def test_indeed_is_sent_each_job_with_what_indeed_requires():
         "jobPostings": [
             {
                 "body": {
-                    "title": "Engineer",
-                    "description": "Builds things",
-                    "location": {"country": "US", "cityRegionPostal": "San Francisco, California"},
+                    "title": berlin.title,
+                    "description": berlin.description,
+                    "location": {"country": "DE", "cityRegionPostal": "Berlin, Berlin 10115"},
                     "benefits": [],
                 },
                 "metadata": {
@@ -236,11 +239,20 @@ def test_indeed_is_sent_each_job_with_what_indeed_requires():
                     },
                     "jobPostingId": "p1",
                     "datePublished": "2023-11-14T22:13:20.000Z",
-                    "url": "https://careers.example.com/jobs",
+                    "url": berlin.apply_url,
                 },
             }
         ]
     }
+
+
+def test_indeed_is_sent_a_record_from_before_locations_at_its_employers_place():
+    _, seen = send(
+        "indeed", answering(upserted("s1")), [update(posting=Posting("Engineer", "Builds things"))]
+    )
+    (job,) = seen[0].json()["variables"]["input"]["jobPostings"]
+    assert job["body"]["location"] == {"country": "US", "cityRegionPostal": "San Francisco, California"}
+    assert job["metadata"]["url"] == "https://careers.example.com/jobs"
 
 
 def upserted(*ids: str | None) -> dict:

@@ -62,8 +62,10 @@ def test_a_task_in_progress_past_the_timeout_is_retried_like_a_failed_call():
     async def body(h: Harness):
         h.board.task_delay_ms = 10**9  # the first task never ends
         h.add(item("a", 0))
-        await h.clock.run(lambda: h.outcomes.latest.get("a") is not None
-                          and h.state("a").status == DeliveryStatus.RETRYING, 60_000)  # fmt: skip
+        await h.clock.run(
+            lambda: h.outcomes.latest.get("a") is not None and h.state("a").status == DeliveryStatus.RETRYING,
+            60_000,
+        )
         assert "still in progress after 5 s" in (h.state("a").last_error or "")
         h.board.task_delay_ms = 1_000
         await h.settle(1)
@@ -77,10 +79,16 @@ def test_a_restarted_consumer_polls_the_stored_task_instead_of_submitting_again(
     async def body(h: Harness):
         h.board.task_ends["task-before"] = (h.clock.now + 500, TaskOutcome(TaskState.SUCCEEDED))
         h.outcomes.latest["a"] = DeliveryState(
-            Destination.LINKEDIN, "a", DeliveryStatus.SUBMITTED, delivered_version=0, pending_version=1,
-            attempts=1, first_attempt_at=h.clock.now - 1_000, task_id="task-before",
+            Destination.LINKEDIN,
+            "a",
+            DeliveryStatus.SUBMITTED,
+            delivered_version=0,
+            pending_version=1,
+            attempts=1,
+            first_attempt_at=h.clock.now - 1_000,
+            task_id="task-before",
             submitted_at=h.clock.now - 1_000,
-        )  # fmt: skip
+        )
         h.add(item("a", 1), item("a", 2))
         await h.settle(2)
         assert h.board.sent("a") == [2]  # version 1 never submitted again

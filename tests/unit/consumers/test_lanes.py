@@ -132,9 +132,15 @@ def test_a_restarted_consumer_resumes_the_stored_budget():
     async def body(h: Harness):
         first = h.clock.now - 30_000
         h.outcomes.latest["a"] = DeliveryState(
-            Destination.LINKEDIN, "a", DeliveryStatus.RETRYING, delivered_version=0, pending_version=1,
-            attempts=5, first_attempt_at=first, next_attempt_at=h.clock.now + 10_000,
-        )  # fmt: skip
+            Destination.LINKEDIN,
+            "a",
+            DeliveryStatus.RETRYING,
+            delivered_version=0,
+            pending_version=1,
+            attempts=5,
+            first_attempt_at=first,
+            next_attempt_at=h.clock.now + 10_000,
+        )
         h.board.elements[("a", 1)] = [Unsure("503")]
         start = h.clock.now
         h.add(item("a", 0), item("a", 1))  # version 0 is replayed after the restart: skipped

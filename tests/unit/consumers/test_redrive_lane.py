@@ -28,10 +28,15 @@ def redrive(posting_id: str, version: int, offset: int = 100) -> Item:
 
 def failed_at(version: int, delivered: int | None, attempts: int = 100) -> DeliveryState:
     return DeliveryState(
-        Destination.LINKEDIN, "a", DeliveryStatus.FAILED, delivered_version=delivered,
-        pending_version=version, attempts=attempts, finished_version=version,
+        Destination.LINKEDIN,
+        "a",
+        DeliveryStatus.FAILED,
+        delivered_version=delivered,
+        pending_version=version,
+        attempts=attempts,
+        finished_version=version,
         unresolved_letters=(UnresolvedLetter(version, 5),),
-    )  # fmt: skip
+    )
 
 
 def test_a_letter_nothing_superseded_is_attempted_with_a_fresh_budget_and_resolved():

@@ -25,9 +25,12 @@ def stored(tmp_path: Path, open_partitions: range = range(PARTITIONS)) -> Stored
 
 def state(posting_id: str, delivered: int, letters: tuple[UnresolvedLetter, ...] = ()) -> DeliveryState:
     return delivery_state(
-        Destination.LINKEDIN, posting_id, status=DeliveryStatus.DELIVERED, delivered_version=delivered,
+        Destination.LINKEDIN,
+        posting_id,
+        status=DeliveryStatus.DELIVERED,
+        delivered_version=delivered,
         unresolved_letters=letters,
-    )  # fmt: skip
+    )
 
 
 def record(states: StoredStates, one: DeliveryState, offset: int) -> None:

@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from producer_api.batch import Write, apply
+from producer_api.callers import EVERY_SCOPE
 from producer_api.commands import OutcomeUnknown
 from producer_api.config import ApiSettings
 from producer_api.http.app import create_app
@@ -24,10 +25,11 @@ from producer_api.service import Caller, PostingError, PostingService, Unavailab
 from runtime.kafka import KafkaSettings
 from schemas.model import DEFAULT_EMPLOYER, Action, Command, Posting, Reply
 from sequencer.domain import PartitionState
+from tests import postings
 
 TOKEN = "unit-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-POSTING = {"title": "Forklift Driver", "description": "Night shift"}
+POSTING = postings.body(9, title="Forklift Driver")
 
 
 class InMemorySequencer:
@@ -225,7 +227,7 @@ def test_a_server_failure_of_one_write_leaves_the_others_answered():
     service = PostingService(Failing(), PostingsView(kafka), DeliveriesView(kafka), None, 1.0)  # type: ignore[arg-type]
     writes = [Write(Action.CREATE, None, Posting("T", ""), key) for key in ("boom", "fine")]
 
-    results = asyncio.run(apply(service, Caller("dev-token-1", operator=True), writes))
+    results = asyncio.run(apply(service, Caller("dev-token-1", scopes=EVERY_SCOPE), writes))
 
     assert isinstance(results[0], RuntimeError)
     assert isinstance(results[1], PostingView) and results[1].version == 0

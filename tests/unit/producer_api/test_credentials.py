@@ -1,18 +1,14 @@
-"""Credentials: the file's format, its re-reading, development tokens, and OIDC claims."""
+"""Credentials: the file's format, its re-reading, development tokens (OIDC: test_oidc)."""
 
-import asyncio
 import hashlib
 import json
 import os
 import time
 
-import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-from producer_api.callers import EVERY_SCOPE, Scope
+from producer_api.callers import EVERY_SCOPE, Caller, Scope
 from producer_api.credentials import Credentials, CredentialsError, CredentialsFile, parse
-from producer_api.oidc import OidcSettings, OidcTokens
 
 
 def entry(name: str, token: str, employer: str = "acme", scopes=("postings:read",)) -> dict:
@@ -89,6 +85,9 @@ def test_a_file_turned_invalid_refuses_every_token_of_it_until_it_is_valid(tmp_p
         (json.dumps({"credentials": [entry("a", "t"), entry("a", "u")]}), "share a name"),
         (json.dumps({"credentials": [{**entry("a", "t"), "extra": 1}]}), "unknown fields"),
         (json.dumps({"credentials": [entry("a", "t", employer="")]}), "employer"),
+        (json.dumps({"credentials": [entry("a", "t", employer="*")]}), "employer"),  # no wildcard
+        (json.dumps({"credentials": [entry("a", "t", employer="acme corp")]}), "employer"),
+        (json.dumps({"credentials": [entry("oidc:https://idp.test#svc", "t")]}), "name"),  # never an OIDC one
         ("[]", "credentials"),
     ],
 )
@@ -97,53 +96,15 @@ def test_a_file_that_cannot_be_used_is_refused_naming_what_is_wrong(document, sa
         parse(document, "creds.json")
 
 
-KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-SETTINGS = OidcSettings(jwks_url="http://127.0.0.1:1/jwks", issuer="https://idp.test", audience="jobpost")
+@pytest.mark.parametrize("employer", ["*", "", "acme*", "a b", ".hidden", "-x", "é", "a" * 101, None])
+def test_no_caller_can_be_made_for_an_employer_that_is_not_a_plain_identifier(employer):
+    # One rule, whatever the source: the type refuses it.
+    with pytest.raises(ValueError, match="employer"):
+        Caller("someone", employer)
 
 
-class Keys:
-    """The JWKS as PyJWKClient would give it, without a server: the one key, by its kid."""
-
-    def get_signing_key_from_jwt(self, token: str) -> jwt.PyJWK:
-        if jwt.get_unverified_header(token).get("kid") != "k1":
-            raise jwt.PyJWKClientError("Unable to find a signing key that matches")
-        return jwt.PyJWK(json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key())) | {"kid": "k1"})
-
-
-def token(key=KEY, kid="k1", **claims) -> str:
-    body = {"iss": "https://idp.test", "aud": "jobpost", "exp": int(time.time()) + 60, "sub": "svc-acme",
-            "employer": "acme", "scope": "postings:read ops openid"} | claims  # fmt: skip
-    return jwt.encode(body, key, algorithm="RS256", headers={"kid": kid})
-
-
-def caller_of(value: str):
-    tokens = OidcTokens(SETTINGS)
-    tokens.keys = Keys()  # type: ignore[assignment]
-    return asyncio.run(tokens.caller(value))
-
-
-def test_a_jwt_of_the_issuer_is_its_subject_with_the_employer_and_scopes_of_its_claims():
-    caller = caller_of(token())
-    assert caller is not None
-    assert (caller.name, caller.employer, caller.scopes, caller.operator) == (
-        "svc-acme", "acme", {Scope.READ, Scope.OPS}, True
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "refused",
-    [
-        token(exp=int(time.time()) - 120),  # expired (beyond the 30 s leeway)
-        token(aud="another-api"),
-        token(iss="https://another.idp"),
-        token(
-            key=rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        ),  # the kid's key did not sign it
-        token(kid="k2"),  # a key the JWKS does not have
-        token(employer=None),
-        jwt.encode({"sub": "x"}, "s" * 32, algorithm="HS256", headers={"kid": "k1"}),  # a shared secret
-    ],
-    ids=["expired", "audience", "issuer", "wrong-key", "unknown-kid", "no-employer", "hs256"],
-)
-def test_a_jwt_failing_any_check_is_no_caller(refused):
-    assert caller_of(refused) is None
+def test_an_operator_is_its_scope_and_still_one_employers_caller():
+    operator = Caller("ops-1", "ops", frozenset({Scope.OPS}))
+    assert operator.operator and operator.employer == "ops"
+    assert operator.sees("acme") and operator.sees(None)
+    assert not Caller("ats-acme", "acme", frozenset({Scope.READ, Scope.WRITE})).operator

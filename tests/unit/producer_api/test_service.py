@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from confluent_kafka import Message
 
+from producer_api.callers import EVERY_SCOPE
 from producer_api.commands import NotWritten, OutcomeUnknown
 from producer_api.read.log_view import ViewStatus
 from producer_api.read.progress import Progress, ProgressStatus
@@ -25,7 +26,6 @@ from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore
 from schemas.model import (
-    ANY_EMPLOYER,
     DEFAULT_EMPLOYER,
     Action,
     Command,
@@ -55,7 +55,7 @@ def service(commands: FakeCommands) -> PostingService:
     return PostingService(commands, PostingsView(kafka), DeliveriesView(kafka), None, 1.0)  # type: ignore[arg-type]
 
 
-CALLER = Caller("dev-token-1", operator=True)
+CALLER = Caller("dev-token-1", scopes=EVERY_SCOPE)
 ACME = Caller("ats-acme", "acme")
 
 
@@ -82,9 +82,13 @@ def test_a_write_carries_who_sent_it_and_for_which_employer():
     asyncio.run(service(commands).create(acme, Posting("T", ""), "key-1"))
     asyncio.run(service(commands).replace(acme, "p1", Posting("T", ""), None, None))
     asyncio.run(service(commands).replace(CALLER, "p1", Posting("T", ""), None, None))
-    assert [(c.employer, c.actor) for c in commands.sent] == [
-        ("acme", "ats-acme"), ("acme", "ats-acme"), (ANY_EMPLOYER, "dev-token-1"),
-    ]  # fmt: skip
+    # An operator's command names its own employer and says it is an operator's: no employer
+    # value stands for every employer.
+    assert [(c.employer, c.operator, c.actor) for c in commands.sent] == [
+        ("acme", False, "ats-acme"),
+        ("acme", False, "ats-acme"),
+        (DEFAULT_EMPLOYER, True, "dev-token-1"),
+    ]
 
 
 def test_create_ids_follow_the_key_within_one_employer():

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from consumers.config import ConsumerSettings
-from jobpost.stack.tls import CertificateAuthority
+from jobpost_dev.stack.tls import CertificateAuthority
 from runtime.http import client_tls
 from schemas.model import Destination
 

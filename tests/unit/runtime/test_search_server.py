@@ -17,7 +17,7 @@ import pytest
 from elasticsearch import ConnectionError as EsConnectionError
 from pydantic import ValidationError
 
-from jobpost.stack.tls import CertificateAuthority
+from jobpost_dev.stack.tls import CertificateAuthority
 from producer_api.config import ApiSettings
 from runtime.search_server import ElasticsearchSettings
 from search_indexer.config import IndexerSettings

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 from runtime.kafka import KafkaSettings
 from runtime.topics import topic_problems
 from schemas.topics import DAY_MS, Topics
@@ -74,20 +71,3 @@ def test_more_replicas_than_asked_for_are_fine() -> None:
     local = KafkaSettings(replication_factor=1, min_insync_replicas=1)
 
     assert topic_problems(COMMANDS, 6, 3, as_created(COMMANDS), local) == []
-
-
-def test_no_client_is_made_without_client_config() -> None:
-    """Every producer, consumer and admin client of the deployables is made from
-    KafkaSettings (client_config, producer_config, consumer_config, member_config), so each
-    gets the security settings and the passed-through properties."""
-    root = Path(__file__).resolve().parents[3]
-    # A dict written out in the call, unless it starts from one of those configs.
-    literal = re.compile(r"\b(Producer|Consumer|AdminClient)\(\s*\{(?!\s*\*\*\w[\w.]*_config\()")
-    offenders = [
-        f"{path.relative_to(root)}:{text[: found.start()].count(chr(10)) + 1}"
-        for package in ("schemas", "runtime", "sequencer", "producer_api", "consumers", "search_indexer")
-        for path in (root / package).rglob("*.py")
-        for text in [path.read_text()]
-        for found in literal.finditer(text)
-    ]
-    assert offenders == []

@@ -5,7 +5,8 @@ import pytest
 
 from schemas import codec
 from schemas.codec import AvroCodec, SerializationError, UnknownSchemaError, load_schema
-from schemas.model import Action, Command, Op, Posting, PostingUpdate
+from schemas.enums import DescriptionFormat, Destination, EmploymentType, SalaryPeriod, Workplace
+from schemas.model import Action, Command, Op, Posting, PostingLocation, PostingUpdate, Salary
 
 
 def update(title: str = "Engineer", notes: str = "") -> PostingUpdate:
@@ -144,3 +145,44 @@ def test_the_new_fields_round_trip():
         posting=Posting("T", "d", "", location="Berlin, Germany", apply_url="https://acme.example/jobs/1"),
     )  # fmt: skip
     assert codec.posting_updates().decode(codec.posting_updates().encode(record)) == record
+
+
+def test_records_of_the_release_before_listable_postings_read_with_the_listing_defaults():
+    # v3 (today's records on every topic): a free-text location, no structured fields.
+    v3 = dataclasses.replace(
+        update(), employer="acme", posting=Posting("T", "d", "", "Berlin, Germany", "https://a.example/1")
+    )
+    record = v3.to_avro()
+    for name in ("description_format", "locations", "workplace", "employment_type", "salary", "expires_at",
+                 "boards"):  # fmt: skip
+        del record["posting"][name]
+    read = codec.posting_updates().decode(AvroCodec(load_schema("posting_update.v3.avsc")).encode(record))
+    assert read == v3
+    assert (read.posting.location, read.posting.locations, read.posting.boards) == (
+        "Berlin, Germany",
+        (),
+        (Destination.LINKEDIN, Destination.INDEED),
+    )
+
+    command = Command("r", "p", Action.CREATE, received_at=1, posting=Posting("T", "d"), employer="acme")
+    fields = command.to_avro()
+    for name in ("description_format", "locations", "workplace", "employment_type", "salary", "expires_at",
+                 "boards"):  # fmt: skip
+        del fields["posting"][name]
+    assert codec.commands().decode(AvroCodec(load_schema("command.v4.avsc")).encode(fields)) == command
+
+
+def test_a_listable_posting_round_trips_through_the_postings_and_the_commands():
+    posting = Posting(
+        "Senior Data Engineer", "<p>Streams</p>", "", None, "https://careers.example.com/jobs/1",
+        DescriptionFormat.HTML,
+        (PostingLocation("DE", "Berlin", "Berlin", "10115"), PostingLocation("FR", "Lyon")),
+        Workplace.HYBRID, EmploymentType.CONTRACT, Salary(70_000.0, "EUR", SalaryPeriod.YEAR, 90_000.0),
+        4_102_444_800_000, (Destination.INDEED,),
+    )  # fmt: skip
+    record = dataclasses.replace(update(), posting=posting)
+    assert codec.posting_updates().decode(codec.posting_updates().encode(record)) == record
+    command = Command("r", "p", Action.REPLACE, received_at=1, posting=posting)
+    assert codec.commands().decode(codec.commands().encode(command)) == command
+    search_only = dataclasses.replace(record, posting=dataclasses.replace(posting, boards=(), salary=None))
+    assert codec.posting_updates().decode(codec.posting_updates().encode(search_only)) == search_only

@@ -8,7 +8,7 @@ from enum import StrEnum
 import pytest
 
 from schemas.codec import AVRO_DIR, AvroCodec, RecordCodec, SerializationError, load_schema
-from schemas.enums import DeliveryOutcome
+from schemas.enums import DeliveryOutcome, DescriptionFormat, EmploymentType, SalaryPeriod, Workplace
 from schemas.events import DeliveryEvent
 from schemas.model import (
     Action,
@@ -36,6 +36,10 @@ ENUMS = {
     "CommandOutcome": Outcome,
     "DeliveryStatus": DeliveryStatus,
     "DeliveryOutcome": DeliveryOutcome,
+    "DescriptionFormat": DescriptionFormat,
+    "Workplace": Workplace,
+    "EmploymentType": EmploymentType,
+    "SalaryPeriod": SalaryPeriod,
 }
 POSTING = Posting("Ingénieur — 東京", "Builds things", "remote ok")
 T = 1_700_000_000_000

@@ -10,6 +10,7 @@ import pytest
 from schemas.model import Op, Posting, PostingUpdate
 from schemas.search import SearchDocument
 from search_indexer.index import bulk_operations, template
+from tests import postings
 
 FIELDS = [f.name for f in dataclasses.fields(SearchDocument)]
 KIBANA = Path(__file__).parents[3] / "docker" / "kibana" / "job-postings.ndjson"
@@ -44,9 +45,23 @@ def test_a_document_is_the_update_s_newest_text_and_version():
         "status": "active",
         "last_update_time": 99,
         "employer": "acme",
-    }
+        "listing": {
+            "location": None, "apply_url": None, "description_format": "TEXT", "locations": [],
+            "workplace": "ON_SITE", "employment_type": "FULL_TIME", "salary": None, "expires_at": None,
+            "boards": ["linkedin", "indeed"],
+        },
+    }  # fmt: skip
     assert list(document.to_source()) == FIELDS
     assert SearchDocument.from_source(document.to_source()) == document
+
+
+def test_a_hit_holds_the_whole_posting_as_every_route_reads_it():
+    listed = dataclasses.replace(update(), posting=postings.posting(3))
+    document = SearchDocument.from_source(json.loads(json.dumps(SearchDocument.of(listed).to_source())))
+    assert document.posting == postings.posting(3)
+    # A document indexed before the listing fields reads with their defaults.
+    old = {k: v for k, v in SearchDocument.of(update()).to_source().items() if k != "listing"}
+    assert SearchDocument.from_source(old).posting == Posting("Kafka Engineer", "Streams", "remote")
 
 
 def test_a_deleted_version_marks_the_document_deleted_and_keeps_no_text():

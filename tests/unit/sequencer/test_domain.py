@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from schemas import codec
-from schemas.model import ANY_EMPLOYER, Action, Command, Op, Outcome, Posting, PostingUpdate
+from schemas.model import Action, Command, Op, Outcome, Posting, PostingUpdate
 from sequencer.domain import IDEMPOTENCY_WINDOW_MS, MAX_KEYS, PartitionState
 
 SNAPSHOT = Posting("Engineer", "d", "")
@@ -209,14 +209,14 @@ def test_only_a_client_supplied_request_id_is_an_idempotency_key():
     assert not dataclasses.replace(command("REPLACE", ""), correlation_id="").keyed
 
 
-def sent_by(employer: str, cmd: Command, actor: str = "ats") -> Command:
-    return dataclasses.replace(cmd, employer=employer, actor=actor)
+def sent_by(employer: str, cmd: Command, actor: str = "ats", operator: bool = False) -> Command:
+    return dataclasses.replace(cmd, employer=employer, actor=actor, operator=operator)
 
 
 def test_a_posting_belongs_to_the_employer_that_created_it_and_keeps_its_author_per_version():
     state = PartitionState()
     (created,) = state.decide(sent_by("acme", command("CREATE", "r0"), "ats-acme"), 1).updates
-    (replaced,) = state.decide(sent_by(ANY_EMPLOYER, command("REPLACE", "r1"), "operator"), 2).updates
+    (replaced,) = state.decide(sent_by("ops", command("REPLACE", "r1"), "operator", operator=True), 2).updates
     assert (created.employer, created.actor) == ("acme", "ats-acme")
     assert (replaced.employer, replaced.actor) == ("acme", "operator")  # an operator acts for acme
     assert (
@@ -241,3 +241,14 @@ def test_another_employers_posting_is_answered_as_if_it_did_not_exist():
             [], Outcome.NOT_FOUND, None,
         )  # fmt: skip
     assert state.decide(sent_by("acme", command("REPLACE", "r11")), 4).result.version == 2
+
+
+def test_no_employer_value_reaches_every_employers_posting_only_the_operator_flag_does():
+    # Issue 35: an OIDC claim `employer: "*"` was the wildcard an operator's commands carried.
+    state = PartitionState()
+    state.decide(sent_by("acme", command("CREATE", "r0")), 1)
+    for employer in ("*", "", "default"):
+        decision = state.decide(sent_by(employer, command("DELETE", f"d-{employer}")), 2)
+        assert (decision.updates, decision.result.outcome) == ([], Outcome.NOT_FOUND)
+    decision = state.decide(sent_by("ops", command("DELETE", "d-ops"), "operator", operator=True), 3)
+    assert decision.result.outcome == Outcome.ACCEPTED and decision.updates[0].employer == "acme"

@@ -242,11 +242,11 @@ def test_a_probe_taken_with_nothing_to_send_is_given_back():
         h.add(item("a", 0))
         await h.clock.run(lambda: h.destination.circuit.state == CircuitState.OPEN, 10_000)
         h.clock.now = h.destination.circuit.next_probe_at
-        assert h.destination.may_call(h.clock.now).probe
-        h.destination.release(h.clock.now)
+        assert h.destination.access.may_call(h.clock.now).probe
+        h.destination.access.release(h.clock.now)
         assert h.destination.circuit.state == CircuitState.OPEN
-        assert h.destination.may_call(h.clock.now).probe  # due at once, not after a longer wait
-        h.destination.release(h.clock.now)
+        assert h.destination.access.may_call(h.clock.now).probe  # due at once, not after a longer wait
+        h.destination.access.release(h.clock.now)
         h.board.down = None
         await h.settle(1, limit_ms=60_000)
 
@@ -261,10 +261,10 @@ def test_the_watchdog_counts_queued_postings_that_nothing_will_send():
         h.board.down = BoardDown("connection refused")
         h.add(*(item(f"p{n}", 0, offset=n) for n in range(4)))
         await h.clock.run(lambda: h.destination.circuit.state == CircuitState.OPEN, 10_000)
-        await h.clock.run(lambda: len(h.destination.batcher) == 4, 10_000)
+        await h.clock.run(lambda: len(h.destination.sending.batcher) == 4, 10_000)
         assert h.destination.stranded() == 0  # open: the dispatcher waits for its probe's timer
         h.destination.circuit.state = CircuitState.PROBING  # as if someone took the probe and vanished
-        h.destination.wake.set()
+        h.destination.sending.wake.set()
         await h.clock.run(lambda: h.destination.stranded() == 4, 1_000)
 
     scenario(body)

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from producer_api.config import ApiSettings
 from producer_api.http.app import create_app
 from producer_api.http.headers import PAGE_POLICY
+from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit, RateLimit
 from producer_api.http.problems import Problem
 
@@ -148,3 +149,17 @@ def test_with_an_internal_port_the_operators_endpoints_are_only_there():
     assert public.get("/ui/").status_code == 200  # the API and the page are public
     assert on_internal.get("/ui/").status_code == 404
     assert public.get("/healthz").status_code == on_internal.get("/healthz").status_code == 200
+
+
+def test_the_snapshot_is_served_on_the_internal_port_only_and_nowhere_without_one():
+    # Issue 35: it was on the public port even with an internal port set.
+    app = create_app(ApiSettings(tokens="t", port=8000, internal_port=9000))
+    app.state.identity = Identity.of(ApiSettings(tokens="t"))
+    token = {"Authorization": "Bearer t"}
+    public = TestClient(app, base_url="http://127.0.0.1:8000")
+    on_internal = TestClient(app, base_url="http://127.0.0.1:9000")
+    assert public.get("/ops/snapshot", headers=token).status_code == 404
+    assert on_internal.get("/ops/snapshot").status_code == 401  # there, and behind its scope
+    alone = create_app(ApiSettings(tokens="t"))
+    alone.state.identity = Identity.of(ApiSettings(tokens="t"))
+    assert TestClient(alone).get("/ops/snapshot", headers=token).status_code == 404

@@ -1,0 +1,73 @@
+"""The board consumer's work in the consume loop (`runtime.consume_loop.Work`): a partition
+opens once its delivery states are restored, and each record of `jobpost.postings` or of the
+board's redrive requests (`jobpost.<board>.redrive`, co-partitioned) goes to its posting's
+lane, which says when it is finished.
+
+Retry progress lives in `jobpost.deliveries` and, as a cache of it, in a local store per
+partition (`consumers.states`), restored on a worker thread when a partition is assigned,
+before its records are read, so a restarted or rebalanced consumer resumes the same attempt
+count and deadline, reading only what changed since. The destination's rate budget is the
+group's, shared out by the partitions each member owns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
+
+from confluent_kafka import Message
+
+from consumers.destination.shared import SharedDestination
+from consumers.items import posting_item, request_item
+from consumers.lanes import LaneScheduler
+from consumers.states import StoredStates
+from schemas.model import Destination
+
+log = logging.getLogger(__name__)
+
+
+class BoardIntake:
+    def __init__(
+        self,
+        name: Destination,
+        postings_topic: str,
+        lanes: LaneScheduler,
+        states: StoredStates,
+        destination: SharedDestination,
+        restorer: ThreadPoolExecutor,
+    ) -> None:
+        self.name = name
+        self.postings_topic = postings_topic
+        self.lanes = lanes
+        self.states = states
+        self.destination = destination
+        self.restorer = restorer  # one thread: one store restored at a time
+        self.owned: set[int] = set()
+
+    async def open(self, partition: int) -> None:
+        """Restore the partition's delivery states on the worker thread; they serve the
+        lanes from then on."""
+        self._share(self.owned | {partition})
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        store, letters = await loop.run_in_executor(self.restorer, self.states.restore, partition)
+        self.states.opened(partition, store, letters)  # no await between: a revocation cancels before
+        elapsed = time.monotonic() - started
+        log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition, elapsed)
+
+    def take(self, message: Message) -> Awaitable[None]:
+        item = posting_item(message) if message.topic() == self.postings_topic else request_item(message)
+        return self.lanes.add(item)
+
+    def close(self, partitions: set[int]) -> None:
+        self.lanes.drop_partitions(partitions)
+        self.states.give_up(partitions)
+        self.restorer.submit(self.states.close, partitions)  # after any restore of them still running
+        self._share(self.owned - partitions)
+
+    def _share(self, owned: set[int]) -> None:
+        self.owned = owned
+        self.destination.set_share(len(owned), self.states.partitions)

@@ -1,0 +1,1 @@
+"""The fault-injection run (`make chaos`): see `jobpost_dev.chaos.run`."""

@@ -1,0 +1,62 @@
+"""What a component's log last said went wrong, for the console of `make run`: a component
+that keeps failing is reported with it, so the reason is not left in `.stack/logs/`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+LONGEST = 300  # characters of a line on the console
+# A line of plain text that reports a failure: a logger's ERROR / CRITICAL level (uvicorn's
+# "ERROR:    [Errno 98] ..."), the command line's "error: ...", a traceback's last line.
+_FAILURE = re.compile(r"^(ERROR|CRITICAL|FATAL)\b|^error:|^[\w.]*(Error|Exception)\b|^Traceback")
+_ERROR_LEVELS = ("error", "critical")
+
+
+def last_error_line(log: Path, since: int = 0) -> str:
+    """The last line that reports a failure in what `log` gained after byte `since`, else
+    its last line; a JSON log line (runtime.logs) as its message and its exception's last
+    line."""
+    try:
+        with log.open("rb") as file:
+            file.seek(since)
+            text = file.read().decode(errors="replace")
+    except OSError as exc:
+        return f"(its log {log} cannot be read: {exc.strerror})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "(nothing in its log)"
+    said = [_failure(line) for line in lines]
+    found = next((line for line in reversed(said) if line is not None), None)
+    return _shortened(found or _plain(lines[-1]))
+
+
+def _failure(line: str) -> str | None:
+    entry = _json(line)
+    if entry is None:
+        return line if _FAILURE.search(line) else None
+    if str(entry.get("level", "")).lower() not in _ERROR_LEVELS:
+        return None
+    message = str(entry.get("message", ""))
+    error = str(entry.get("error", "")).strip().splitlines()
+    return f"{message}: {error[-1]}" if error else message
+
+
+def _plain(line: str) -> str:
+    entry = _json(line)
+    return str(entry.get("message", line)) if entry is not None else line
+
+
+def _json(line: str) -> dict[str, object] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _shortened(line: str) -> str:
+    return line if len(line) <= LONGEST else line[: LONGEST - 3] + "..."

@@ -1,1 +1,0 @@
-"""The fault-injection run (`make chaos`): see `jobpost.chaos.run`."""
