@@ -136,6 +136,7 @@ def components(settings: RunSettings) -> list[Component]:
             f"metrics http://127.0.0.1:{port}/metrics",
             {"JOBPOST_WEBHOOKS_METRICS_PORT": str(port)},
             f"127.0.0.1:{port}",
+            Port(port, f"{name('webhooks', r)}'s metrics", "JOBPOST_METRICS_PORT_BASE"),
         )
         for r, port in ((r, metrics + 3 * n + r - 1) for r in range(1, n + 1))
     ]
