@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCKED := $(VENV)/.locked
 
-.PHONY: run test unit lint format lock audit sbom bench chaos stack-start stack-stop clean python-check
+.PHONY: run test unit lint format reference lock audit sbom bench chaos stack-start stack-stop clean python-check
 
 # Every package at the version and hash the lock names (requirements-dev.txt: the runtime's
 # requirements.txt plus the dev extra), then the project itself without its dependencies, so
@@ -109,6 +109,11 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The configuration reference, written from the settings classes (a unit test fails when the
+# file in docs/ is not what this writes).
+reference: $(STAMP)
+	$(BIN)/jobpost config reference --output docs/configuration/reference.md
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -186,8 +185,7 @@ def run_restart(kafka: KafkaSettings, state_dir: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    kafka = KafkaSettings(
-        bootstrap_servers=os.environ.get("JOBPOST_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+    kafka = KafkaSettings(  # the brokers from JOBPOST_KAFKA_BOOTSTRAP_SERVERS (or the file), as any component
         topic_prefix=f"bench{uuid.uuid4().hex[:8]}",
         partitions=PARTITIONS,
         replication_factor=1,  # the local broker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
@@ -13,12 +13,13 @@ from consumers.destination.circuit import CircuitSettings
 from consumers.retry import RetrySettings
 from runtime.http import client_tls
 from runtime.kafka import KafkaSettings
+from runtime.settings_file import Settings
 from runtime.stores import StateSettings
 from schemas.model import Destination
 from schemas.topics import BOARDS, Component, Topics
 
 
-class ConsumerSettings(BaseSettings):
+class ConsumerSettings(Settings):
     """Environment prefix `JOBPOST_CONSUMER_`; nested settings use `__`
     (e.g. `JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S`, `JOBPOST_CONSUMER_LINKEDIN__BASE_URL`)."""
 
@@ -59,6 +60,7 @@ class ConsumerSettings(BaseSettings):
     metrics_port: int = Field(default=0, ge=0, description="serve /metrics on <metrics_host>:<port> (0: off)")
     metrics_host: str = Field(default="127.0.0.1", description="0.0.0.0 in a container")
     commit_interval_s: float = Field(default=1.0, gt=0)
+    """how often a consumer commits its delivered offsets"""
     retry: RetrySettings = Field(default_factory=RetrySettings)
     linkedin: LinkedInSettings = Field(default_factory=LinkedInSettings)
     indeed: IndeedSettings = Field(default_factory=IndeedSettings)

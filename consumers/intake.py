@@ -1,7 +1,8 @@
 """The board consumer's work in the consume loop (`runtime.consume_loop.Work`): a partition
 opens once its delivery states are restored, and each record of `jobpost.postings` or of the
 board's redrive requests (`jobpost.<board>.redrive`, co-partitioned) goes to its posting's
-lane, which says when it is finished.
+lane, which says when it is finished. A redrive request joins it only once the dead letter it
+names is found to hold what it carries (`consumers.letter_check`).
 
 Retry progress lives in `jobpost.deliveries` and, as a cache of it, in a local store per
 partition (`consumers.states`), restored on a worker thread when a partition is assigned,
@@ -18,13 +19,15 @@ import time
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 
-from confluent_kafka import Message
+from confluent_kafka import KafkaException, Message, Producer
 
 from consumers.destination.shared import SharedDestination
-from consumers.items import posting_item, request_item
+from consumers.items import Item, posting_item, request_item
 from consumers.lanes import LaneScheduler
+from consumers.letter_check import LetterReader, refusal, refuse
 from consumers.states import StoredStates
 from schemas.model import Destination
+from schemas.topics import Topics
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,9 @@ class BoardIntake:
         states: StoredStates,
         destination: SharedDestination,
         restorer: ThreadPoolExecutor,
+        letters: LetterReader,
+        producer: Producer,
+        topics: Topics,
     ) -> None:
         self.name = name
         self.postings_topic = postings_topic
@@ -45,6 +51,10 @@ class BoardIntake:
         self.states = states
         self.destination = destination
         self.restorer = restorer  # one thread: one store restored at a time
+        self.letters = letters
+        self.letter_thread = ThreadPoolExecutor(1, thread_name_prefix="letters")
+        self.producer = producer
+        self.topics = topics
         self.owned: set[int] = set()
 
     async def open(self, partition: int) -> None:
@@ -59,8 +69,33 @@ class BoardIntake:
         log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition, elapsed)
 
     def take(self, message: Message) -> Awaitable[None]:
-        item = posting_item(message) if message.topic() == self.postings_topic else request_item(message)
-        return self.lanes.add(item)
+        if message.topic() == self.postings_topic:
+            return self.lanes.add(posting_item(message))
+        return self._checked(request_item(message))
+
+    async def _checked(self, item: Item) -> None:
+        """A redrive request into its lane once its letter is found to match; refused
+        (said and audited, never attempted) otherwise."""
+        request = item.request
+        assert request is not None
+        loop = asyncio.get_running_loop()
+        try:
+            letter = await loop.run_in_executor(
+                self.letter_thread, self.letters.at, request.letter_partition, request.letter_offset
+            )
+        except (TimeoutError, KafkaException) as exc:
+            why: str | None = f"its dead letter could not be read ({exc}); ask again"
+        else:
+            why = refusal(request, letter)
+        if why is not None:
+            refuse(self.producer, self.topics, self.name, request, item.partition, why)
+            return
+        await self.lanes.add(item)
+
+    def shut(self) -> None:
+        """Stop reading letters (after the consume loop ended)."""
+        self.letter_thread.shutdown(wait=True)
+        self.letters.close()
 
     def close(self, partitions: set[int]) -> None:
         self.lanes.drop_partitions(partitions)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from tenacity import stop_after_attempt, stop_before_delay, wait_exponential
 
 
 class RetrySettings(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     first_wait_s: float = Field(default=3.0, gt=0)
+    """the wait after the first failed attempt (doubled each time)"""
     max_wait_s: float = Field(default=60.0, gt=0)
+    """the longest wait between attempts"""
     max_attempts: int = Field(default=100, ge=1)
+    """attempts of a version before it is a dead letter"""
     max_elapsed_s: float = Field(default=3600.0, gt=0)
+    """time since the first attempt before it is a dead letter (the whole board held back: not counted)"""
 
 
 @dataclass

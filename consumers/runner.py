@@ -26,13 +26,14 @@ from consumers.destination.metrics import STRANDED
 from consumers.destination.shared import SharedDestination
 from consumers.intake import BoardIntake
 from consumers.lanes import LaneScheduler
+from consumers.letter_check import LetterReader
 from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy
 from consumers.states import StoredStates
 from runtime.consume_loop import ConsumeLoop, Source
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import Stores
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,21 @@ class DeliveryRunner:
             self.loop.stop()
 
     async def run(self) -> None:
-        self.loop = loop = self._consume_loop()
+        settings = self.settings
+        reader = self.clients.reader(self.topics.reader_group(ReaderGroup.LETTERS))
+        letters = LetterReader(reader, self.topics.dlq(settings.component))
+        self.intake = BoardIntake(
+            self.name,
+            self.topics.postings,
+            self.lanes,
+            self.states,
+            self.destination,
+            self.restorer,
+            letters,
+            self.producer,
+            self.topics,
+        )
+        self.loop = loop = self._consume_loop(self.intake)
         if self._stop.is_set():
             loop.stop()
         self.destination.start()
@@ -105,12 +120,10 @@ class DeliveryRunner:
             await self.destination.close()
             await asyncio.to_thread(self.restorer.submit(self.states.close).result)
             self.restorer.shutdown()
+            await asyncio.to_thread(self.intake.shut)
 
-    def _consume_loop(self) -> ConsumeLoop:
+    def _consume_loop(self, intake: BoardIntake) -> ConsumeLoop:
         settings, name = self.settings, self.name
-        intake = BoardIntake(
-            name, self.topics.postings, self.lanes, self.states, self.destination, self.restorer
-        )
         return ConsumeLoop(
             intake,
             self.producer,

@@ -1,9 +1,11 @@
 """`jobpost`: one command line for every component of a deployment.
 
 What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `webhooks`,
-`topics`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
+`topics`, `acls`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
 each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
 the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
+
+`config` shows and checks the settings all of them read (`jobpost.configuration`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import argparse
 import importlib.metadata
 import logging
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
+from jobpost.configuration.command import add_config_command
 from runtime.connection import StartRefused
 from runtime.kafka import KafkaSettings
 from runtime.schema_registry import SchemaRegistryError
+from runtime.settings_file import ConfigFileError
 from runtime.topics import ensure_topics
 from schemas.topics import BOARDS, Topics
 
@@ -34,6 +39,38 @@ def _version() -> str:
 def _topics(args: argparse.Namespace) -> int:
     created = ensure_topics(KafkaSettings())
     print("created: " + (", ".join(created) if created else "nothing (all topics exist and match)"))
+    return 0
+
+
+def _acls(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
+    from jobpost import acls
+    from runtime.acls import RegistryStorage, Role, principals, table
+
+    kafka = KafkaSettings()
+    try:
+        users = {Role(role): user for role, _, user in (u.partition("=") for u in args.user)}
+        passwords = acls.read_passwords(args.passwords) if args.passwords else None
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    found = principals(
+        Topics(kafka.topic_prefix), users, RegistryStorage(args.registry_topic, args.registry_group)
+    )
+    print(table(found))
+    if not args.apply:
+        return 0
+    try:
+        applied = acls.apply(kafka, found, passwords)
+    except (KafkaException, ValueError) as exc:
+        print(f"error: applying the ACLs at {kafka.bootstrap_servers} failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"\nACL bindings: {applied.created} created, {applied.present} already there")
+    if applied.users:
+        print(f"SCRAM-SHA-512 users set: {', '.join(applied.users)}")
+    for binding in applied.unknown:
+        print(f"not in the table (left as it is): {binding}")
     return 0
 
 
@@ -72,6 +109,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_consumer)
 
     p = commands.add_parser(
+        "acls", help="print each component's Kafka principal and ACLs; --apply creates them on the cluster"
+    )
+    p.add_argument("--apply", action="store_true", help="create the ACL bindings missing on the cluster")
+    p.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="ROLE=NAME",
+        help="a role's SASL user name (default <topic prefix>-<role>), repeatable",
+    )
+    p.add_argument(
+        "--passwords",
+        type=Path,
+        help='with --apply: a JSON file {"<role>": "<password>"}: each user gets a SCRAM-SHA-512 credential',
+    )
+    p.add_argument("--registry-topic", default="_schemas", help="the schema registry's storage topic")
+    p.add_argument("--registry-group", default="schema-registry", help="the schema registry's group")
+    p.set_defaults(func=_acls)
+
+    p = commands.add_parser(
         "dlq", help="list a board's dead letters, or ask its consumer to attempt them again (redrive)"
     )
     p.add_argument("action", choices=["list", "redrive"])
@@ -79,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=60.0, help="redrive: seconds to wait for the outcomes")
     p.set_defaults(func=_dlq)
 
+    add_config_command(commands)
     _added_commands(commands)
     return parser
 
@@ -165,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except SchemaRegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ConfigFileError as exc:  # JOBPOST_CONFIG_FILE names a file that is missing or not TOML
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     except StartRefused as exc:  # a component's start check, or `jobpost topics`
         print("\n".join(f"error: {problem}" for problem in exc.problems), file=sys.stderr, flush=True)

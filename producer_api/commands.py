@@ -23,7 +23,6 @@ import math
 import random
 import threading
 import time
-import uuid
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -32,7 +31,7 @@ from runtime.kafka import KafkaSettings, end_offset, is_record, poll_batch
 from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.model import Command, Reply
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +170,9 @@ class CommandClient:
                 self._stop.wait(1.0)
 
     def _read_replies_once(self) -> None:
-        consumer = KafkaClients(self.kafka).reader(f"replies-{uuid.uuid4().hex}", write_path=True)
+        consumer = KafkaClients(self.kafka).reader(
+            self.topics.reader_group(ReaderGroup.REPLIES), write_path=True
+        )
         try:
             consumer.assign(_ends(consumer, self.topics.replies))
             self.ready.set()

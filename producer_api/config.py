@@ -7,18 +7,19 @@ import ssl
 from pathlib import Path
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from producer_api.oidc import OidcSettings
 from runtime.kafka import KafkaSettings
 from runtime.search_server import ElasticsearchSettings, settings_of
+from runtime.settings_file import Settings
 from runtime.stores import StateSettings
 from runtime.webhook_secrets import WebhookSecretsSettings
 from schemas.enums import Destination
 from schemas.topics import Component, Topics
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(Settings):
     """Environment prefix `JOBPOST_API_` (so the tokens are `JOBPOST_API_TOKENS`)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_API_")
@@ -26,7 +27,9 @@ class ApiSettings(BaseSettings):
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     host: str = "127.0.0.1"
+    """where the API listens"""
     port: int = 8000
+    """the API's port"""
     tokens: SecretStr = Field(
         default=SecretStr(""),
         description="development tokens (every scope, employer default), comma-separated",
@@ -49,6 +52,7 @@ class ApiSettings(BaseSettings):
     timeout_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed")
     docs: bool = Field(default=True, description="serve /docs, /redoc and /openapi.json")
     internal_host: str = "127.0.0.1"
+    """where internal_port listens"""
     internal_port: int | None = Field(
         default=None,
         description="serve /metrics, /readyz and the docs on this port only (none: on the API's)",
@@ -64,7 +68,9 @@ class ApiSettings(BaseSettings):
         "command's budget (how long after reaching Kafka it may still be applied) is the rest",
     )
     strong_read_timeout_s: float = Field(default=5.0, gt=0)
+    """a ?consistency=strong read is answered within this"""
     max_body_bytes: int = 1024 * 1024
+    """larger bodies answer 413"""
     body_read_timeout_s: float = Field(
         default=10.0, gt=0, description="a request's body not received within this is answered 408"
     )
@@ -77,11 +83,15 @@ class ApiSettings(BaseSettings):
         "the employer `default` only",
     )
     title_max_chars: int = Field(default=200, ge=1, le=200)
+    """may only lower the contract's limit"""
     description_max_chars: int = Field(default=25_000, ge=0, le=25_000)
+    """may only lower the contract's limit"""
     notes_max_chars: int = Field(default=2_000, ge=0, le=2_000)
+    """may only lower the contract's limit"""
     # JOBPOST_API_ELASTICSEARCH_URL, _API_KEY, _USERNAME, _PASSWORD, _CA_BUNDLE
     elasticsearch: ElasticsearchSettings = Field(default_factory=lambda: settings_of("api"))
     search_alias: str = "job-postings"
+    """the alias searches read"""
     sequencer_group_id: str | None = Field(default=None, description="default: <topic prefix>-sequencer")
     snapshot_peers: str = Field(
         default="",

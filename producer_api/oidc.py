@@ -24,9 +24,10 @@ from urllib.parse import urlparse
 
 import jwt
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from producer_api.callers import Caller, Scope, Unauthenticated, identifier
+from runtime.settings_file import Settings
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ _UNKNOWN_KID_COOLDOWN_S = 30.0
 _MAX_SUBJECT = 200
 
 
-class OidcSettings(BaseSettings):
+class OidcSettings(Settings):
     """Environment prefix `JOBPOST_API_OIDC_`; OIDC is on when `jwks_url` is set."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_API_OIDC_")

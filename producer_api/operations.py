@@ -38,7 +38,7 @@ from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
 from schemas.model import Destination
-from schemas.topics import BOARDS, Component, Topics
+from schemas.topics import BOARDS, Component, ReaderGroup, Topics
 
 T = TypeVar("T")
 _LISTED = 500  # newest letters a list shows
@@ -190,7 +190,7 @@ class Operations:
         """The admin client and probe consumer of the lag panel, made once (under _lag_lock)."""
         if self._lag_clients is None:
             clients = KafkaClients(self.settings.kafka)
-            probe = clients.reader(f"{self.settings.kafka.topic_prefix}-lag-probe", ends=True)
+            probe = clients.reader(self.topics.reader_group(ReaderGroup.LAG_PROBE), ends=True)
             self._lag_clients = (clients.admin(), probe)
         return self._lag_clients
 

@@ -15,12 +15,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import Gauge
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from runtime import kafka_properties
+from runtime.settings_file import Settings
 
 
-class KafkaSettings(BaseSettings):
+class KafkaSettings(Settings):
     """Environment prefix `JOBPOST_KAFKA_` (e.g. `JOBPOST_KAFKA_BOOTSTRAP_SERVERS`).
 
     Any librdkafka property passes through, from `JOBPOST_KAFKA_CONFIG__<PROPERTY>`
@@ -39,10 +40,15 @@ class KafkaSettings(BaseSettings):
     )
 
     bootstrap_servers: str = "127.0.0.1:9092"
+    """the brokers, host:port comma-separated"""
     security_protocol: str = "PLAINTEXT"
+    """librdkafka's security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"""
     sasl_mechanism: str | None = None
+    """librdkafka's sasl.mechanism, e.g. SCRAM-SHA-512"""
     sasl_username: str | None = None
+    """librdkafka's sasl.username"""
     sasl_password: SecretStr | None = None
+    """librdkafka's sasl.password (a secret)"""
     config_file: Path | None = Field(
         default=None, description="librdkafka properties, Java .properties format"
     )
@@ -51,9 +57,12 @@ class KafkaSettings(BaseSettings):
     )
     topic_prefix: str = Field(default="jobpost", description="topics are <prefix>.postings etc.")
     partitions: int = Field(default=6, ge=1)
+    """partitions of every topic (commands and postings must match)"""
     # A cluster's numbers; the local stack (make run, the tests, compose) sets 1 and 1.
     replication_factor: int = Field(default=3, ge=1)
+    """what topics are created with and checked for (at least); the local stack says 1"""
     min_insync_replicas: int = Field(default=2, ge=1)
+    """min.insync.replicas of the topics (at least); the local stack says 1"""
     start_timeout_s: float = Field(default=30.0, gt=0, description="the connection check at start")
 
     @model_validator(mode="after")

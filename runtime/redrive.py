@@ -27,7 +27,7 @@ from schemas.enums import DeliveryOutcome, Destination
 from schemas.events import DeliveryEvent
 from schemas.partitioning import partition_for
 from schemas.redrive import RedriveRequest
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 
 # What a redrive ends in: the lane moved past the request.
 FINAL = {
@@ -74,7 +74,7 @@ def requests_for(letters: Iterable[DeadLetter], requested_by: str, partitions: i
 def events_end(kafka: KafkaSettings, topics: Topics, partitions: Iterable[int]) -> dict[int, int]:
     """Where `jobpost.delivery-events` ends now on these partitions (read the outcomes from
     there: take it before the requests are written)."""
-    probe = KafkaClients(kafka).probe(f"{kafka.topic_prefix}-redrive-probe-{uuid.uuid4().hex[:8]}")
+    probe = KafkaClients(kafka).probe(topics.reader_group(ReaderGroup.REDRIVE_PROBE))
     try:
         return {p: end_offset(probe, topics.delivery_events, p) for p in sorted(set(partitions))}
     finally:
@@ -91,7 +91,7 @@ def outcomes(
     found: dict[str, DeliveryEvent] = {}
     if not left or not start:
         return found
-    reader = KafkaClients(kafka).reader(f"{kafka.topic_prefix}-redrive-outcomes-{uuid.uuid4().hex[:8]}")
+    reader = KafkaClients(kafka).reader(topics.reader_group(ReaderGroup.REDRIVE_OUTCOMES))
     try:
         reader.assign([TopicPartition(topics.delivery_events, p, offset) for p, offset in start.items()])
         deadline = time.monotonic() + timeout_s

@@ -9,13 +9,13 @@ replay always terminates.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from runtime.kafka import KafkaSettings, coordinates, poll_batch
 from runtime.kafka_clients import KafkaClients
+from schemas.topics import ReaderGroup, Topics
 
 
 def replay(
@@ -32,7 +32,9 @@ def replay(
     wanted = set(partitions)
     if not wanted:
         return {}
-    consumer = KafkaClients(kafka).reader(f"replay-{uuid.uuid4().hex}", ends=True, prompt_end=True)
+    consumer = KafkaClients(kafka).reader(
+        Topics(kafka.topic_prefix).reader_group(ReaderGroup.REPLAY), ends=True, prompt_end=True
+    )
     ends: dict[int, int] = {}
     try:
         consumer.assign([TopicPartition(topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 import httpx
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from runtime.settings_file import Settings
 from schemas import framing
 from schemas.codec import UnknownSchemaError
 from schemas.subjects import subject, value_codecs
@@ -30,14 +31,16 @@ AT_LEAST_COMPATIBILITY = frozenset({"BACKWARD_TRANSITIVE", "FULL_TRANSITIVE"})
 _MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
-class SchemaRegistrySettings(BaseSettings):
+class SchemaRegistrySettings(Settings):
     """Environment prefix `JOBPOST_SCHEMA_REGISTRY_` (`JOBPOST_SCHEMA_REGISTRY_URL` etc.)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_SCHEMA_REGISTRY_")
 
     url: str | None = Field(default=None, description="the Confluent-compatible API; unset: no registry")
     username: str | None = None
+    """HTTP basic user for the registry"""
     password: SecretStr | None = None
+    """HTTP basic password for the registry (a secret)"""
     write_format: Literal["registry", "single-object"] = Field(
         default="registry", description="single-object: read both formats but write the old one (migration)"
     )

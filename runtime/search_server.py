@@ -16,19 +16,26 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elasticsearch import Elasticsearch
 from pydantic import SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from runtime.settings_file import Settings
 
 
-class ElasticsearchSettings(BaseSettings):
+class ElasticsearchSettings(Settings):
     """Built by each deployable with its own prefix (see the module docstring)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_ELASTICSEARCH_", hide_input_in_errors=True)
 
     url: str = "http://127.0.0.1:9200"
+    """http(s)://host[:port]; credentials written in it move to username and password"""
     api_key: SecretStr | None = None  # the encoded key Elasticsearch's create-API-key answer calls `encoded`
+    """an API key, in its encoded form (or a username and password, not both)"""
     username: str | None = None
+    """a user of the search server (with password)"""
     password: SecretStr | None = None
+    """that user's password (a secret)"""
     ca_bundle: Path | None = None  # PEM file of the CA(s) that signed the server's certificate
+    """a PEM file of the CAs an https URL's certificate is checked against"""
 
     @model_validator(mode="after")
     def _credentials_in_their_place(self) -> ElasticsearchSettings:

@@ -20,7 +20,6 @@ import json
 import logging
 import shutil
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -28,12 +27,14 @@ from pathlib import Path
 from confluent_kafka import Message, TopicCollection, TopicPartition
 from prometheus_client import Counter, Gauge
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteBufferManager
 
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
+from runtime.settings_file import Settings
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ RESTORING = Gauge(
 )
 
 
-class StateSettings(BaseSettings):
+class StateSettings(Settings):
     """Environment prefix `JOBPOST_STATE_`."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_STATE_")
@@ -263,7 +264,9 @@ class Stores:
         stable offset): read from its checkpoint, hand each record to `fold`, write what
         it returns with the record's offset as the new checkpoint, in batches."""
         store = self.get(partition)
-        probe = KafkaClients(self.kafka).probe(f"restore-probe-{uuid.uuid4().hex}")
+        probe = KafkaClients(self.kafka).probe(
+            Topics(self.kafka.topic_prefix).reader_group(ReaderGroup.RESTORE_PROBE)
+        )
         try:
             start, end = probe.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=10, cached=False

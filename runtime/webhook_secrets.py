@@ -16,13 +16,15 @@ import secrets
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from runtime.settings_file import Settings
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32  # the specification asks for 24 to 64
 
 
-class WebhookSecretsSettings(BaseSettings):
+class WebhookSecretsSettings(Settings):
     """Environment prefix `JOBPOST_WEBHOOK_SECRETS_` (so the key is `JOBPOST_WEBHOOK_SECRETS_KEY`),
     read by the API and the webhooks dispatcher alike."""
 

@@ -12,6 +12,7 @@ class AuditAction(StrEnum):
     REPLACE = "postings.replace"
     DELETE = "postings.delete"
     REDRIVE = "ops.redrive"
+    REDRIVE_REFUSED = "ops.redrive_refused"  # a board consumer refused a request unlike its letter
     FAULTS = "ops.faults"
     SNAPSHOT = "ops.snapshot"  # a replica's stores copied (every employer's postings)
     WEBHOOK_REGISTER = "webhooks.register"

@@ -4,6 +4,7 @@ Creating and checking them against a cluster is `runtime.topics`."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -33,6 +34,43 @@ class Component(StrEnum):
     def delivering_to(cls, destination: Destination) -> Component:
         """The group that delivers to a destination (search: the indexer)."""
         return cls.SEARCH_INDEXER if destination == Destination.SEARCH else cls(destination.value)
+
+
+class ReaderGroup(StrEnum):
+    """Readers that assign partitions by hand and commit nothing: each names a group of its
+    own, `<prefix>-<purpose>-<random>` (`Topics.reader_group`), so a principal's ACLs can
+    name them by prefix (`runtime.acls`)."""
+
+    REPLAY = "replay"
+    RESTORE_PROBE = "restore-probe"
+    VIEW = "view"  # the API's views and their probes
+    REPLIES = "replies"
+    LAG_PROBE = "lag-probe"
+    REINDEX_SIZE = "reindex-size"
+    REDRIVE_PROBE = "redrive-probe"
+    REDRIVE_OUTCOMES = "redrive-outcomes"
+    LETTERS = "letters"
+    WEBHOOK_ENDPOINTS = "webhook-endpoints"
+    WEBHOOK_PROBE = "webhook-probe"
+
+    @property
+    def why(self) -> str:
+        return _READER_PURPOSES[self]
+
+
+_READER_PURPOSES = {
+    ReaderGroup.WEBHOOK_ENDPOINTS: "the webhooks dispatcher follows the registered endpoints",
+    ReaderGroup.WEBHOOK_PROBE: "the webhooks dispatcher asks where endpoints end, where a replay starts",
+    ReaderGroup.LETTERS: "a board consumer reads the dead letter a redrive request names",
+    ReaderGroup.REPLAY: "reads a partition from the start (restores, dead letters, reindex)",
+    ReaderGroup.RESTORE_PROBE: "asks where a restored partition ends",
+    ReaderGroup.VIEW: "the API's views follow their topics",
+    ReaderGroup.REPLIES: "the API's reader of its replies",
+    ReaderGroup.LAG_PROBE: "the lag panel's reader",
+    ReaderGroup.REINDEX_SIZE: "counts what a reindex will read",
+    ReaderGroup.REDRIVE_PROBE: "asks where the delivery events end before a redrive",
+    ReaderGroup.REDRIVE_OUTCOMES: "reads what each redrive came to",
+}
 
 
 _ALIGNED = ("message.timestamp.type",)
@@ -128,6 +166,13 @@ class Topics:
     def group(self, component: Component) -> str:
         """The default group id of a component (a deployable's settings may name another)."""
         return component.group_id(self.prefix)
+
+    def reader_group_prefix(self, purpose: ReaderGroup) -> str:
+        return f"{self.prefix}-{purpose.value}-"
+
+    def reader_group(self, purpose: ReaderGroup) -> str:
+        """A fresh group id for one reader that commits nothing (see `ReaderGroup`)."""
+        return f"{self.reader_group_prefix(purpose)}{uuid.uuid4().hex[:12]}"
 
     def specs(self, partitions: int, min_insync_replicas: int) -> list[TopicSpec]:
         n = partitions

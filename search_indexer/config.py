@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from runtime.kafka import KafkaSettings
 from runtime.search_server import ElasticsearchSettings, settings_of
+from runtime.settings_file import Settings
 from schemas.topics import Component, Topics
 
 
-class IndexerSettings(BaseSettings):
+class IndexerSettings(Settings):
     """Environment prefix `JOBPOST_INDEXER_`."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_INDEXER_")

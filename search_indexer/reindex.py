@@ -9,7 +9,6 @@ versions make every pass idempotent).
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas.model import PostingUpdate
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings
 
@@ -113,7 +112,7 @@ def reindex(settings: IndexerSettings, progress: Progress = lambda read, total: 
 def _records_in(kafka: KafkaSettings, topic: str, partitions: range) -> int:
     """How many records the partitions hold now (end minus start offsets; compaction and
     transaction markers make it an upper bound)."""
-    consumer = KafkaClients(kafka).probe(f"reindex-size-{uuid.uuid4().hex}")
+    consumer = KafkaClients(kafka).probe(Topics(kafka.topic_prefix).reader_group(ReaderGroup.REINDEX_SIZE))
     try:
         bounds = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions]
     finally:

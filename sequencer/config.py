@@ -5,14 +5,15 @@ from __future__ import annotations
 import uuid
 
 from pydantic import Field, PrivateAttr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from runtime.kafka import KafkaSettings
+from runtime.settings_file import Settings
 from runtime.stores import StateSettings
 from schemas.topics import Component, Topics
 
 
-class SequencerSettings(BaseSettings):
+class SequencerSettings(Settings):
     """Environment prefix `JOBPOST_SEQUENCER_`."""
 
     model_config = SettingsConfigDict(env_prefix="JOBPOST_SEQUENCER_")

@@ -32,10 +32,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Local stores (runtime.stores) of every component a test starts, in-process or as a
-    process, go under a folder of this session, never the project's `.state`."""
+    process, go under a folder of this session, never the project's `.state`; no
+    configuration file is read unless a test names one."""
     path = tmp_path_factory.mktemp("state")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JOBPOST_STATE_DIR", str(path))
+        patch.delenv("JOBPOST_CONFIG_FILE", raising=False)  # a developer's own file stays out
         yield path
 
 

@@ -20,7 +20,9 @@ from jobpost_dev.processes import (  # noqa: F401 - the tests import them from h
 from runtime.kafka import KafkaSettings
 from runtime.replay import replay
 from schemas import codec
+from schemas.audit import AuditEvent
 from schemas.model import PostingUpdate
+from schemas.topics import Topics
 from tests.client import ApiClient
 
 
@@ -81,6 +83,17 @@ def read_postings(kafka: KafkaSettings, topic: str) -> list[tuple[str, int, Post
 
     replay(kafka, topic, range(kafka.partitions), take)
     return records
+
+
+def audit_events(kafka: KafkaSettings) -> list[AuditEvent]:
+    """Every committed record of `jobpost.audit`."""
+    found: list[AuditEvent] = []
+
+    def take(message: Message) -> None:
+        found.append(codec.audit_events().decode(message.value() or b""))
+
+    replay(kafka, Topics(kafka.topic_prefix).audit, range(kafka.partitions), take)
+    return found
 
 
 def versions_of(kafka: KafkaSettings, topic: str, posting_id: str) -> list[int]:

@@ -6,10 +6,11 @@ import ssl
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from runtime.http import client_tls
 from runtime.kafka import KafkaSettings
+from runtime.settings_file import Settings
 from runtime.webhook_secrets import WebhookSecretsSettings
 from schemas.topics import Component, Topics
 
@@ -18,7 +19,7 @@ from schemas.topics import Component, Topics
 SPEC_SCHEDULE_S = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 50400.0, 72000.0, 86400.0)
 
 
-class DispatcherSettings(BaseSettings):
+class DispatcherSettings(Settings):
     """Environment prefix `JOBPOST_WEBHOOKS_` (e.g. `JOBPOST_WEBHOOKS_RETRY_SCHEDULE_S=[1,2,4]`);
     the secrets' key is `JOBPOST_WEBHOOK_SECRETS_KEY`, shared with the API."""
 
@@ -45,7 +46,9 @@ class DispatcherSettings(BaseSettings):
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon a dead member's share moves"
     )
-    commit_interval_s: float = Field(default=1.0, gt=0)
+    commit_interval_s: float = Field(
+        default=1.0, gt=0, description="how often finished offsets are committed"
+    )
     registrations_check_s: float = Field(
         default=0.1, gt=0, description="how often the registrations' end is asked for (new endpoints)"
     )

@@ -15,7 +15,6 @@ import asyncio
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
@@ -25,6 +24,7 @@ from runtime.kafka import KafkaSettings, is_record, poll_batch
 from runtime.kafka_clients import KafkaClients
 from runtime.webhook_secrets import SecretBox
 from schemas.listing_events import ListingEvent
+from schemas.topics import ReaderGroup, Topics
 from schemas.webhooks import WebhookEndpoint
 
 log = logging.getLogger(__name__)
@@ -102,11 +102,13 @@ class EndpointRegistry:
             await asyncio.sleep(0.01)
 
     def _run(self) -> None:
-        name = f"webhook-endpoints-{uuid.uuid4().hex}"
-        consumer = KafkaClients(self.kafka).reader(name, prompt_end=True)
+        topics = Topics(self.kafka.topic_prefix)
+        consumer = KafkaClients(self.kafka).reader(
+            topics.reader_group(ReaderGroup.WEBHOOK_ENDPOINTS), prompt_end=True
+        )
         # Ends are asked of a consumer of its own: a broker answers a connection's requests in
         # turn, so one asked of the reading consumer waits behind its fetch.
-        probe = KafkaClients(self.kafka).probe(f"{name}-probe")
+        probe = KafkaClients(self.kafka).probe(topics.reader_group(ReaderGroup.WEBHOOK_PROBE))
         try:
             partitions = sorted(consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])

@@ -6,8 +6,6 @@ ends now. `jobpost.listing-events` keeps 7 days, `jobpost.postings` keeps every 
 
 from __future__ import annotations
 
-import uuid
-
 from confluent_kafka import Message, TopicPartition
 
 from runtime import records
@@ -15,7 +13,7 @@ from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas.listing_events import ListingEvent
-from schemas.topics import Topics
+from schemas.topics import ReaderGroup, Topics
 from webhooks import events
 
 Found = tuple[str, int, ListingEvent]  # (source, offset, event)
@@ -47,7 +45,7 @@ def events_since(kafka: KafkaSettings, partition: int, since_ms: int) -> list[Fo
 
 def _first_offset_at(kafka: KafkaSettings, topic: str, partition: int, since_ms: int) -> int | None:
     """The first offset whose timestamp is at or after `since_ms`; None when there is none."""
-    consumer = KafkaClients(kafka).probe(f"webhook-replay-{uuid.uuid4().hex}")
+    consumer = KafkaClients(kafka).probe(Topics(kafka.topic_prefix).reader_group(ReaderGroup.WEBHOOK_PROBE))
     try:
         [found] = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout=10)
     finally:

@@ -84,6 +84,7 @@ class IndeedSettings(BoardSettings):
     TOKEN_PATH: ClassVar[str] = "/oauth/v2/tokens"  # real: https://apis.indeed.com/oauth/v2/tokens
 
     base_url: str = "http://127.0.0.1:8090/indeed"  # real: https://apis.indeed.com
+    """Indeed's API (default: the sandbox's; the real one is https://apis.indeed.com)"""
     max_batch: int = Field(default=10, ge=1, le=100, description="jobs per call")
 
 

@@ -65,6 +65,7 @@ class LinkedInSettings(BoardSettings):
     TOKEN_PATH: ClassVar[str] = "/oauth/v2/accessToken"  # real: https://www.linkedin.com/oauth/v2/accessToken
 
     base_url: str = "http://127.0.0.1:8090/linkedin"  # real: https://api.linkedin.com
+    """LinkedIn's API (default: the sandbox's; the real one is https://api.linkedin.com)"""
     version: str = Field(default="202604", pattern=r"^\d{6}$", description="LinkedIn-Version, YYYYMM")
 
 

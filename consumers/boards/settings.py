@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 # The client the sandbox accepts (jobpost_dev.sandbox.tokens names the same pair).
 SANDBOX_CLIENT_ID = "jobpost-sandbox"
@@ -25,16 +25,21 @@ class BoardSettings(BaseModel):
     """Credentials: OAuth 2.0 client credentials by default (`client_id`, `client_secret`,
     `token_url`), or a static `access_token` (tests, a proxy that injects credentials)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     ENV: ClassVar[str] = ""  # the settings' environment prefix, for messages
     TOKEN_PATH: ClassVar[str] = ""  # where the sandbox serves this board's token endpoint
 
     base_url: str
     token_url: str | None = Field(default=None, description="default: the sandbox's, under base_url")
     client_id: str | None = SANDBOX_CLIENT_ID
+    """OAuth 2.0 client id (default: the sandbox's)"""
     client_secret: SecretStr | None = SecretStr(SANDBOX_CLIENT_SECRET)
+    """OAuth 2.0 client secret (default: the sandbox's)"""
     scope: str | None = Field(default=None, description="asked for with the token, if the board wants one")
     access_token: SecretStr | None = Field(default=None, description="a static token instead of OAuth")
     timeout_s: float = Field(default=5.0, gt=0)
+    """a board call's timeout"""
     ca_bundle: Path | None = Field(
         default=None, description="trust only these CAs for https (a PEM file; runtime.http.client_tls)"
     )

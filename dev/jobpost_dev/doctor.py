@@ -26,6 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from jobpost_dev import stack
 from jobpost_dev.stack.settings import StackError, java_home
 
@@ -33,6 +36,14 @@ MIN_PYTHON = (3, 11)
 MIN_JAVA = 17
 _INSTALL_TIMEOUT_S = 900
 Say = Callable[[str], None]
+
+
+class BrowserSettings(BaseSettings):
+    """`JOBPOST_CHROMIUM`."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBPOST_", env_ignore_empty=True)
+
+    chromium: Path | None = Field(default=None, description="the browser of the playground's tests")
 
 
 @dataclass(frozen=True)
@@ -51,9 +62,9 @@ class Finding:
 
 def chromium() -> Path | None:
     """The chromium the browser tests drive (see the module's docstring), or None."""
-    named = os.environ.get("JOBPOST_CHROMIUM")
+    named = BrowserSettings().chromium
     if named:
-        return Path(named) if Path(named).is_file() else None
+        return named if named.is_file() else None
     for command in ("chromium", "chromium-browser"):
         found = shutil.which(command)
         if found:
@@ -111,8 +122,8 @@ def _maven(settings: stack.StackSettings) -> Finding:
 
 def _browser(obtain: bool, say: Say) -> Finding:
     wanted = "chromium (the playground's browser tests)"
-    named = os.environ.get("JOBPOST_CHROMIUM")
-    if named and not Path(named).is_file():
+    named = BrowserSettings().chromium
+    if named and not named.is_file():
         return Finding(wanted, None, f"JOBPOST_CHROMIUM={named} is not a file")
     found = chromium()
     if found is None and obtain:

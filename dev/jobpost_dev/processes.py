@@ -21,6 +21,7 @@ import httpx
 from jobpost_dev.project import project_root
 from jobpost_dev.supervisor import STOP_WITHIN_S
 from runtime.kafka import KafkaSettings
+from runtime.stores import StateSettings
 
 
 def log_dir() -> Path:
@@ -87,7 +88,8 @@ class Process:
         self.log_path = logs / f"{name}-{os.getpid()}-{time.time_ns()}.log"
         # Local stores: a folder of its own under the caller's state folder, unless given one
         # (a restart that should find its state again is given the same folder).
-        root = Path(os.environ.get("JOBPOST_STATE_DIR") or tempfile.gettempdir())
+        state = StateSettings()
+        root = state.dir if "dir" in state.model_fields_set else Path(tempfile.gettempdir())
         self.state_dir = Path(env.get("JOBPOST_STATE_DIR") or root / f"{name}-{time.time_ns()}")
         with self.log_path.open("wb") as log:
             self.popen = subprocess.Popen(

@@ -16,7 +16,6 @@ import shutil
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from runtime.kafka import KafkaSettings, coordinates, end_offset, poll_batch
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import RESTORED, RESTORING, Put, StateLocked, StateSettings, Stores, release_free_memory
 from schemas.partitioning import partition_for
+from schemas.topics import ReaderGroup, Topics
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,9 @@ class LogView:
     def start(self) -> None:
         # End offsets come from a consumer of their own: asking the one that is consuming
         # can block behind its fetch.
-        self._probe = KafkaClients(self.kafka).probe(f"view-probe-{uuid.uuid4().hex}")
+        self._probe = KafkaClients(self.kafka).probe(
+            Topics(self.kafka.topic_prefix).reader_group(ReaderGroup.VIEW)
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -169,7 +171,10 @@ class LogView:
 
     def _follow_once(self) -> None:
         consumer = KafkaClients(self.kafka).reader(
-            f"view-{uuid.uuid4().hex}", ends=True, small_prefetch=True, gathered=self.gathered
+            Topics(self.kafka.topic_prefix).reader_group(ReaderGroup.VIEW),
+            ends=True,
+            small_prefetch=True,
+            gathered=self.gathered,
         )
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]

@@ -30,7 +30,8 @@ class KafkaServer(Server):
     a storage formatted before, by `kafka-configs` once it answers. PLAINTEXT stays for the
     broker itself and the stack's readiness probe; a client that bootstraps from the
     SASL_SSL port is told only SASL_SSL addresses (Kafka answers metadata with the
-    addresses of the listener asked), so all its traffic goes through TLS.
+    addresses of the listener asked), so all its traffic goes through TLS. With
+    `kafka_authorizer` the node authorizes every request by ACLs (see `_authorizer_properties`).
     """
 
     version = "4.1.0"
@@ -204,7 +205,21 @@ class KafkaServer(Server):
         properties["min.insync.replicas"] = str(isr)
         if self.sasl_ssl_address:
             properties.update(self._sasl_ssl_properties())
+        if self.settings.kafka_authorizer:
+            properties.update(self._authorizer_properties())
         return properties
+
+    def _authorizer_properties(self) -> dict[str, str]:
+        """KRaft's StandardAuthorizer: a client on the SASL_SSL listener may do what an ACL
+        allows its user and nothing else. The broker's own listeners (PLAINTEXT, between
+        broker and controller, and the stack's probe; CONTROLLER) authenticate nobody, so
+        their principal, User:ANONYMOUS, is a super user, with the admin users named."""
+        supers = ["User:ANONYMOUS", *(f"User:{name}" for name in self.settings.kafka_super_users)]
+        return {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": ";".join(supers),
+        }
 
     def _sasl_ssl_properties(self) -> dict[str, str]:
         keystore, password = self.keystore()

@@ -46,6 +46,12 @@ class StackSettings(BaseSettings):
     kafka_sasl_ssl_port: int | None = None
     kafka_scram_users: dict[str, SecretStr] = Field(default_factory=dict)
     kafka_tls_dir: Path | None = None  # default <dir>/tls
+    # With the SASL_SSL listener: KRaft's StandardAuthorizer on, nothing allowed without an
+    # ACL, and these SCRAM users super users (the admin that creates topics and applies the
+    # ACLs, `jobpost acls --apply`). The PLAINTEXT and controller listeners are the broker's
+    # own (127.0.0.1): their anonymous principal is a super user too.
+    kafka_authorizer: bool = False
+    kafka_super_users: list[str] = Field(default_factory=list)
 
     @field_validator("brokers")
     @classmethod
@@ -57,11 +63,15 @@ class StackSettings(BaseSettings):
     @model_validator(mode="after")
     def _secured_listener(self) -> StackSettings:
         if self.kafka_sasl_ssl_port is None:
+            if self.kafka_authorizer:
+                raise ValueError("JOBPOST_STACK_KAFKA_AUTHORIZER needs JOBPOST_STACK_KAFKA_SASL_SSL_PORT")
             return self
         if self.brokers != 1:
             raise ValueError("JOBPOST_STACK_KAFKA_SASL_SSL_PORT is for one broker only")
         if not self.kafka_scram_users:
             raise ValueError("JOBPOST_STACK_KAFKA_SASL_SSL_PORT needs JOBPOST_STACK_KAFKA_SCRAM_USERS")
+        if self.kafka_authorizer and not self.kafka_super_users:
+            raise ValueError("JOBPOST_STACK_KAFKA_AUTHORIZER needs JOBPOST_STACK_KAFKA_SUPER_USERS")
         # Kafka's tools read a credential as SCRAM-SHA-512=[name=...,password=...].
         plain = re.compile(r"[A-Za-z0-9._~-]+")
         for name, password in self.kafka_scram_users.items():

@@ -14,11 +14,15 @@ BOARDS = ("linkedin", "indeed")
 
 def every_version_applied(sandbox, board: str, wanted: dict[str, list[int]], timeout: float) -> None:
     for posting_id, expected in wanted.items():
-        wait_until(
-            lambda: sandbox.applied(board, posting_id) == expected,
-            timeout,
-            f"{board}: {posting_id} {expected}",
-        )
+        try:
+            wait_until(
+                lambda: sandbox.applied(board, posting_id) == expected, timeout, f"{board}: {posting_id}"
+            )
+        except AssertionError as exc:
+            seen = sandbox.posting(board, posting_id)
+            raise AssertionError(
+                f"{exc}: {expected} wanted; the board has {seen}; {sandbox.stats(board)}"
+            ) from None
 
 
 def no_letters(kafka, topics) -> None:

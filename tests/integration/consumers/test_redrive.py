@@ -2,6 +2,7 @@
 posting's lane, in order with its versions, never below what it delivered, whoever asks
 (`jobpost dlq redrive`, the API) and whatever their view of the deliveries says."""
 
+import dataclasses
 import itertools
 import os
 import subprocess
@@ -13,11 +14,13 @@ from runtime.dead_letters import read_dead_letters
 from runtime.kafka_clients import KafkaClients
 from runtime.outbox import deliver_all
 from runtime.redrive import requests_for
+from schemas import codec
+from schemas.audit import AuditAction
 from schemas.model import Destination
 from schemas.topics import Component
 from tests import postings
 from tests.integration.consumers.conftest import TOKEN, dead_letters, delivery_events, state_history
-from tests.processes import ApiProcess, wait_until
+from tests.processes import ApiProcess, audit_events, wait_until
 
 
 def jobpost(env: dict[str, str], *args: str) -> str:
@@ -121,3 +124,63 @@ def test_a_redrive_right_after_an_api_restart_sends_nothing_older_than_delivered
         )
     finally:
         restarted.stop()
+
+
+def test_a_redrive_request_unlike_the_dead_letter_it_names_is_refused_and_audited(
+    sandbox, start_consumer, versions, kafka, topics
+):
+    """Whoever can write the redrive topic cannot hand the consumer a posting of its own:
+    a request carrying another text than its dead letter holds is never attempted."""
+    start_consumer("linkedin")
+    posting = "redrive-forged"
+    versions.write([posting])
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0], 30, "version 0")
+    sandbox.faults("linkedin", "reject", posting_ids=[posting])
+    versions.write([posting])
+    letters_topic = topics.dlq(Component("linkedin"))
+    wait_until(lambda: dead_letters(kafka, letters_topic), 30, "version 1 dead-lettered")
+    sandbox.faults("linkedin", "none")
+    calls_before = sandbox.posting("linkedin", posting)["requests"]
+
+    letters = requests_for(read_dead_letters(kafka, letters_topic), "ops", 3)
+    (genuine,) = [r for r in letters if r.request.posting_id == posting]
+    letter = codec.posting_updates().decode(genuine.request.update)
+    forged_posting = dataclasses.replace(letter.posting, title="Wire transfer clerk, send your bank details")
+    forged_update = dataclasses.replace(letter, posting=forged_posting)
+    forged = dataclasses.replace(
+        genuine,
+        request=dataclasses.replace(
+            genuine.request, request_id="forged-1", update=codec.posting_updates().encode(forged_update)
+        ),
+    )
+    elsewhere = dataclasses.replace(
+        genuine, request=dataclasses.replace(genuine.request, request_id="forged-2", letter_offset=10_000)
+    )
+    records = [r.record(topics, Destination.LINKEDIN) for r in (forged, elsewhere)]
+    assert deliver_all(KafkaClients(kafka).producer(), records, lambda: False)
+
+    def outcomes() -> dict[str, str]:
+        return {
+            e.request_id: f"{e.outcome}: {e.error}"
+            for e in delivery_events(kafka)
+            if e.request_id in ("forged-1", "forged-2")
+        }
+
+    wait_until(lambda: len(outcomes()) == 2, 30, "both requests answered")
+    assert outcomes() == {
+        "forged-1": f"SKIPPED: refused: the request carries a version other than the dead letter at "
+        f"{genuine.request.letter_partition}@{genuine.request.letter_offset} holds",
+        "forged-2": f"SKIPPED: refused: no dead letter at {genuine.request.letter_partition}@10000",
+    }
+    assert sandbox.applied("linkedin", posting) == [0]
+    assert sandbox.posting("linkedin", posting)["requests"] == calls_before  # neither was attempted
+    refused = [e for e in audit_events(kafka) if e.action == AuditAction.REDRIVE_REFUSED]
+    assert sorted((e.posting_id, e.version, e.detail.split("(request ")[-1]) for e in refused) == [
+        (posting, 1, "forged-1)"),
+        (posting, 1, "forged-2)"),
+    ]
+
+    # the genuine request, after both: taken, and version 1 delivered as it was accepted
+    taken = [genuine.record(topics, Destination.LINKEDIN)]
+    assert deliver_all(KafkaClients(kafka).producer(), taken, lambda: False)
+    wait_until(lambda: sandbox.applied("linkedin", posting) == [0, 1], 30, "version 1 redriven")

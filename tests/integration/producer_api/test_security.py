@@ -26,7 +26,6 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from confluent_kafka import Message
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from jobpost_dev.stack.tls import CertificateAuthority
@@ -35,16 +34,23 @@ from producer_api.http.app import create_app
 from producer_api.http.gate import every_route
 from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients
-from runtime.replay import replay
 from runtime.topics import delete_topics, ensure_topics
 from schemas import codec
-from schemas.audit import AuditAction, AuditEvent
+from schemas.audit import AuditAction
 from schemas.dead_letters import DeadLetterHeaders
 from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
 from tests import postings
 from tests.client import ApiClient
-from tests.processes import ApiProcess, Process, kafka_env, read_postings, versions_of, wait_until
+from tests.processes import (
+    ApiProcess,
+    Process,
+    audit_events,
+    kafka_env,
+    read_postings,
+    versions_of,
+    wait_until,
+)
 from tests.servers import one_broker
 
 DEV_TOKEN = "security-dev-token"
@@ -430,16 +436,6 @@ def dead_letter(kafka: KafkaSettings, update: PostingUpdate) -> None:
     producer.produce(Topics(kafka.topic_prefix).dlq("linkedin"), codec.posting_updates().encode(update),
                      update.posting_id.encode(), headers=headers.to_headers())  # fmt: skip
     assert producer.flush(10) == 0
-
-
-def audit_events(kafka: KafkaSettings) -> list[AuditEvent]:
-    found: list[AuditEvent] = []
-
-    def take(message: Message) -> None:
-        found.append(codec.audit_events().decode(message.value() or b""))
-
-    replay(kafka, Topics(kafka.topic_prefix).audit, range(kafka.partitions), take)
-    return found
 
 
 def test_every_accepted_write_and_redrive_is_in_the_audit_stream(system):

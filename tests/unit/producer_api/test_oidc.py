@@ -102,21 +102,23 @@ def test_a_jwt_of_the_issuer_is_its_namespaced_subject_with_the_employer_and_sco
     )
 
 
+# Each token is made when its case runs: made at collection, a token valid for 60 s had
+# expired by the time a long suite reached it, and was refused for that instead.
 @pytest.mark.parametrize(
     ("refused", "reason"),
     [
-        (token(exp=int(time.time()) - 120), "invalid_jwt"),  # expired, beyond the 30 s leeway
-        (token(aud="another-api"), "invalid_jwt"),
-        (token(iss="https://another.idp"), "invalid_jwt"),
-        (token(key=OTHER), "invalid_jwt"),  # the kid's key did not sign it
-        (token(kid="k2"), "invalid_jwt"),  # a key the JWKS does not have
-        (token(key=EC_KEY, algorithm="ES256"), "invalid_jwt"),  # an ES256 header, the kid an RSA key
-        (jwt.encode({"sub": "x"}, "s" * 32, algorithm="HS256", headers={"kid": "k1"}), "invalid_jwt"),
-        (token(employer=None), "jwt_claims"),
-        (token(employer="*"), "jwt_claims"),  # the wildcard is no employer
-        (token(employer="acme corp"), "jwt_claims"),
-        (token(sub=None), "jwt_claims"),
-        ("not.a.jwt", "invalid_jwt"),
+        (lambda: token(exp=int(time.time()) - 120), "invalid_jwt"),  # expired, beyond the 30 s leeway
+        (lambda: token(aud="another-api"), "invalid_jwt"),
+        (lambda: token(iss="https://another.idp"), "invalid_jwt"),
+        (lambda: token(key=OTHER), "invalid_jwt"),  # the kid's key did not sign it
+        (lambda: token(kid="k2"), "invalid_jwt"),  # a key the JWKS does not have
+        (lambda: token(key=EC_KEY, algorithm="ES256"), "invalid_jwt"),  # an ES256 header, the kid an RSA key
+        (lambda: jwt.encode({"sub": "x"}, "s" * 32, algorithm="HS256", headers={"kid": "k1"}), "invalid_jwt"),
+        (lambda: token(employer=None), "jwt_claims"),
+        (lambda: token(employer="*"), "jwt_claims"),  # the wildcard is no employer
+        (lambda: token(employer="acme corp"), "jwt_claims"),
+        (lambda: token(sub=None), "jwt_claims"),
+        (lambda: "not.a.jwt", "invalid_jwt"),
     ],
     ids=[
         "expired",
@@ -135,7 +137,7 @@ def test_a_jwt_of_the_issuer_is_its_namespaced_subject_with_the_employer_and_sco
 )
 def test_a_jwt_failing_any_check_is_refused_with_its_reason(issuer, refused, reason):
     with pytest.raises(Unauthenticated) as caught:
-        caller_of(tokens(issuer), refused)
+        caller_of(tokens(issuer), refused())
     assert caught.value.reason == reason
 
 

@@ -79,8 +79,25 @@ def test_without_the_port_nothing_changes(tmp_path: Path) -> None:
         ({"brokers": 3}, "one broker only"),
         ({"kafka_scram_users": {}}, "needs JOBPOST_STACK_KAFKA_SCRAM_USERS"),
         ({"kafka_scram_users": {"jobpost": "a,b]"}}, "letters, digits"),
+        ({"kafka_authorizer": True}, "needs JOBPOST_STACK_KAFKA_SUPER_USERS"),
     ],
 )
 def test_what_cannot_work_is_refused(tmp_path: Path, more: dict[str, object], refusal: str) -> None:
     with pytest.raises(ValidationError, match=refusal):
         secured(tmp_path, **more)
+
+
+def test_the_authorizer_allows_nothing_without_an_acl_but_to_its_super_users(tmp_path: Path) -> None:
+    node = stack.KafkaServer(secured(tmp_path, kafka_authorizer=True, kafka_super_users=["jobpost"]))
+
+    config = node.properties(node.data)
+
+    assert config["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert config["allow.everyone.if.no.acl.found"] == "false"
+    # The broker's own listeners (PLAINTEXT, CONTROLLER) authenticate nobody: ANONYMOUS is the broker.
+    assert config["super.users"] == "User:ANONYMOUS;User:jobpost"
+
+
+def test_the_authorizer_needs_the_secured_listener(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="needs JOBPOST_STACK_KAFKA_SASL_SSL_PORT"):
+        stack.StackSettings(dir=tmp_path, kafka_authorizer=True, kafka_super_users=["admin"])
