@@ -16,6 +16,7 @@ COPY sequencer sequencer
 COPY producer_api producer_api
 COPY consumers consumers
 COPY search_indexer search_indexer
+COPY webhooks webhooks
 # The project itself, without dependencies, built by the locked setuptools.
 RUN pip install --no-cache-dir --no-deps --no-build-isolation . \
  && pip check \

@@ -104,7 +104,7 @@ unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy jobpost schemas runtime listing sequencer producer_api consumers search_indexer dev/jobpost_dev
+	$(BIN)/mypy jobpost schemas runtime listing sequencer producer_api consumers search_indexer webhooks dev/jobpost_dev
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -1,7 +1,7 @@
 """`jobpost`: one command line for every component of a deployment.
 
-What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `topics`,
-`acls`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
+What an operator runs: `api`, `sequencer`, `consumer`, `indexer`, `reindex`, `webhooks`,
+`topics`, `acls`, `dlq`. Installed packages may add commands through the entry-point group `jobpost.commands`:
 each entry point is a function given the sub-command parsers, adding its own (jobpost-dev,
 the development tools, adds `run`, `stack`, `doctor`, `chaos` and `sandbox`).
 
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("sequencer", "a sequencer member alone"),
         ("indexer", "the search indexer (consumer group jobpost-search-indexer)"),
         ("reindex", "build a fresh search index from jobpost.postings and switch the alias to it"),
+        ("webhooks", "the webhooks dispatcher: posting and listing events POSTed to employers' endpoints"),
     ):
         commands.add_parser(name, help=help_text).set_defaults(func=_component(name))
     p = commands.add_parser("consumer", help="a delivery consumer for one job board")
@@ -211,6 +212,10 @@ def _component(name: str):  # type: ignore[no-untyped-def]
             from search_indexer.main import run_reindex
 
             run_reindex()
+        elif name == "webhooks":
+            from webhooks.main import run_dispatcher
+
+            run_dispatcher()
         return 0
 
     return run

@@ -14,6 +14,7 @@ from runtime.kafka import KafkaSettings
 from runtime.search_server import ElasticsearchSettings, settings_of
 from runtime.settings_file import Settings
 from runtime.stores import StateSettings
+from runtime.webhook_secrets import WebhookSecretsSettings
 from schemas.enums import Destination
 from schemas.topics import Component, Topics
 
@@ -113,6 +114,16 @@ class ApiSettings(Settings):
     sandbox_url: str | None = Field(
         default=None, description="the sandbox whose fault switches /ops/boards shows (make run sets it)"
     )
+
+    webhook_local_http: bool = Field(
+        default=False,
+        description="accept webhook URLs on this machine and private networks, plain http to this "
+        "machine included (development; make run sets it)",
+    )
+    webhook_secret_overlap_s: float = Field(
+        default=24 * 3600.0, gt=0, description="after a rotation, how long the previous secret signs too"
+    )
+    webhook_secrets: WebhookSecretsSettings = Field(default_factory=WebhookSecretsSettings)
 
     group_ids: dict[Destination, str] = Field(
         default_factory=dict,

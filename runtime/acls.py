@@ -13,7 +13,7 @@ IDEMPOTENT_WRITE on the cluster: since Kafka 3.0 an idempotent producer is allow
 on any topic (KIP-679). Topics are created (`jobpost topics`) and ACLs applied by an admin
 principal (a super user), which is no role here.
 
-A new component (the webhooks sender, when it reads Kafka) is a new `Role` and its row in
+A new component is a new `Role` and its row in
 `roles()`; `tests/unit/runtime/test_acls.py` checks that every topic of `Topics.specs` is
 written by some role and that only the roles the design names write the sensitive ones.
 """
@@ -36,6 +36,7 @@ class Role(StrEnum):
     INDEED = Destination.INDEED.value
     INDEXER = "indexer"  # `jobpost indexer` and `jobpost reindex`
     OPERATOR = "operator"  # `jobpost dlq list|redrive`
+    WEBHOOKS = "webhooks"  # `jobpost webhooks`, the dispatcher
     REGISTRY = "registry"  # a schema registry that keeps its schemas in Kafka
 
 
@@ -128,6 +129,9 @@ def roles(topics: Topics, registry: RegistryStorage | None = None) -> dict[Role,
             *(_topic(topics.dlq(Component(b.value)), R, why="the dead letters view (/ops)") for b in BOARDS),
             *(_topic(topics.redrive(b), W, why="redrive from /ops") for b in BOARDS),
             _topic(topics.audit, W, why="the audit trail: appended, never read or deleted"),
+            _topic(topics.webhooks, R, W, why="webhook endpoints registered, rotated, deleted; their view"),
+            _topic(topics.webhook_replays, W, why="POST /webhooks/{id}/replay"),
+            _topic(topics.dlq(Component.WEBHOOKS), R, why="an endpoint's dead letters view"),
             _group(sequencer_group, D, "readiness: does a member own every partition of commands"),
             *(
                 _group(topics.group(c), D, "the lag panel reads the group's committed offsets")
@@ -170,6 +174,7 @@ def roles(topics: Topics, registry: RegistryStorage | None = None) -> dict[Role,
             _group(topics.group(Component.SEARCH_INDEXER), R, "its group"),
             *_readers(topics, ReaderGroup.REPLAY, ReaderGroup.REINDEX_SIZE),
         ),
+        Role.WEBHOOKS: _webhooks(topics, start_check),
         Role.OPERATOR: (
             start_check,
             *(_topic(topics.dlq(Component(b.value)), R, why="jobpost dlq list") for b in BOARDS),
@@ -184,6 +189,24 @@ def roles(topics: Topics, registry: RegistryStorage | None = None) -> dict[Role,
     }
 
 
+def _webhooks(topics: Topics, start_check: Grant) -> tuple[Grant, ...]:
+    group = topics.group(Component.WEBHOOKS)
+    return (
+        start_check,
+        _topic(topics.postings, R, why="posting.accepted, derived from each version"),
+        _topic(topics.listing_events, R, why="the boards' events for employers"),
+        _topic(topics.webhook_replays, R, why="replay requests"),
+        _topic(topics.webhooks, R, W, why="the endpoints; an endpoint disabled by a 410"),
+        _topic(topics.webhook_pending, R, W, why="deliveries waiting, written and restored"),
+        _topic(topics.dlq(Component.WEBHOOKS), W, why="an event whose retries are spent"),
+        _group(group, R, "its group"),
+        _group(f"{group}-events", R, "its listing events reader's offsets"),
+        _group(f"{group}-replays", R, "its replay requests reader's offsets"),
+        _group(f"{group}-probe", D, "asks where its partitions end (the both-sources barrier)"),
+        *_readers(topics, ReaderGroup.REPLAY, ReaderGroup.WEBHOOK_ENDPOINTS, ReaderGroup.WEBHOOK_PROBE),
+    )
+
+
 def _board(topics: Topics, board: Destination, start_check: Grant) -> tuple[Grant, ...]:
     component = Component(board.value)
     group = topics.group(component)
@@ -195,6 +218,7 @@ def _board(topics: Topics, board: Destination, start_check: Grant) -> tuple[Gran
         _topic(topics.delivery_events, W, why="each attempt, for the timeline"),
         _topic(topics.dlq(component), R, W, why="a version it gave up on; read: the letter a redrive names"),
         _topic(topics.audit, W, why="a redrive request refused (unlike its letter): appended, never read"),
+        _topic(topics.listing_events, W, why="changes of the job at the board, for the employer's webhooks"),
         _group(group, R, "its group"),
         _group(f"{group}-redrive", R, "its redrive reader's offsets"),
         *_readers(topics, ReaderGroup.REPLAY, ReaderGroup.RESTORE_PROBE, ReaderGroup.LETTERS),

@@ -126,6 +126,7 @@ class KafkaClients:
         eager: bool = False,
         write_path: bool = False,
         gathered: bool = False,
+        ends: bool = False,
     ) -> Consumer:
         """A member of consumer group `group`, which subscribes and is given partitions. It
         keeps its partitions across rebalances where it can (cooperative-sticky; `eager`:
@@ -133,7 +134,8 @@ class KafkaClients:
         `session_timeout_ms` of silence (None: librdkafka's 45 s). With `instance_id` it is
         a static member (`group.instance.id`): a member that comes back with the same id
         within the session timeout takes its partitions back without a rebalance of the
-        others; no two live members may share one. `gathered`: see `_GATHERED_FETCH`."""
+        others; no two live members may share one. `gathered`: see `_GATHERED_FETCH`;
+        `ends`: the end of each partition is reported as an event (as for a reader)."""
         config = self._consuming(group, write_path=write_path, gathered=gathered)
         config["partition.assignment.strategy"] = "range" if eager else "cooperative-sticky"
         if session_timeout_ms is not None:
@@ -141,6 +143,8 @@ class KafkaClients:
             config["heartbeat.interval.ms"] = max(1000, session_timeout_ms // 5)
         if instance_id is not None:
             config["group.instance.id"] = instance_id
+        if ends:
+            config["enable.partition.eof"] = True
         return Consumer(config)
 
     def reader(

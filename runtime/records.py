@@ -19,7 +19,9 @@ from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
 from schemas.events import DeliveryEvent
+from schemas.listing_events import ListingEvent
 from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply
+from schemas.webhooks import WebhookDelivery, WebhookEndpoint, WebhookReplay
 
 log = logging.getLogger(__name__)
 
@@ -134,3 +136,44 @@ def delivery_event(message: Message) -> DeliveryEvent:
     if event is None:
         raise PoisonRecord("the value is null where a delivery event was expected")
     return event
+
+
+def listing_event(message: Message) -> ListingEvent:
+    """The ListingEvent of a `jobpost.listing-events` record (keyed by its posting id)."""
+    posting_id = text_key(message)
+    event = _decode(message.value(), codec.listing_events())
+    if event.posting_id != posting_id:
+        raise PoisonRecord(f"key {posting_id!r} does not match posting_id {event.posting_id!r}")
+    return event
+
+
+def webhook_endpoint(message: Message) -> tuple[str, WebhookEndpoint | None]:
+    """(endpoint id, the WebhookEndpoint) of a `jobpost.webhooks` record; None for a tombstone."""
+    endpoint_id = text_key(message)
+    if message.value() is None:
+        return endpoint_id, None
+    endpoint = _decode(message.value(), codec.webhook_endpoints())
+    if endpoint.id != endpoint_id:
+        raise PoisonRecord(f"key {endpoint_id!r} does not match the endpoint's id {endpoint.id!r}")
+    return endpoint_id, endpoint
+
+
+def webhook_delivery(message: Message) -> tuple[str, WebhookDelivery | None]:
+    """(`{endpoint_id}/{event_id}`, the WebhookDelivery) of a `jobpost.webhook-pending` or
+    `jobpost.webhooks.dlq` record; None for a tombstone."""
+    key = text_key(message)
+    if message.value() is None:
+        return key, None
+    delivery = _decode(message.value(), codec.webhook_deliveries())
+    if delivery.key != key:
+        raise PoisonRecord(f"key {key!r} does not match the delivery's {delivery.key!r}")
+    return key, delivery
+
+
+def webhook_replay(message: Message) -> WebhookReplay:
+    """The WebhookReplay of a `jobpost.webhook-replays` record (keyed by its endpoint id)."""
+    endpoint_id = text_key(message)
+    replay = _decode(message.value(), codec.webhook_replays())
+    if replay.endpoint_id != endpoint_id:
+        raise PoisonRecord(f"key {endpoint_id!r} does not match the replay's endpoint {replay.endpoint_id!r}")
+    return replay

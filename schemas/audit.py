@@ -15,6 +15,10 @@ class AuditAction(StrEnum):
     REDRIVE_REFUSED = "ops.redrive_refused"  # a board consumer refused a request unlike its letter
     FAULTS = "ops.faults"
     SNAPSHOT = "ops.snapshot"  # a replica's stores copied (every employer's postings)
+    WEBHOOK_REGISTER = "webhooks.register"
+    WEBHOOK_DELETE = "webhooks.delete"
+    WEBHOOK_ROTATE = "webhooks.rotate"
+    WEBHOOK_REPLAY = "webhooks.replay"
 
 
 @dataclass(frozen=True, slots=True)

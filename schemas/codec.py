@@ -28,8 +28,10 @@ from schemas import framing
 from schemas.audit import AuditEvent
 from schemas.changelog import SequencerState
 from schemas.events import DeliveryEvent
+from schemas.listing_events import ListingEvent
 from schemas.model import Command, DeliveryState, PostingUpdate, Reply
 from schemas.redrive import RedriveRequest
+from schemas.webhooks import WebhookDelivery, WebhookEndpoint, WebhookReplay
 
 AVRO_DIR = Path(__file__).parent / "avro"
 MAGIC = framing.SINGLE_OBJECT_MAGIC
@@ -243,3 +245,23 @@ def redrive_requests() -> RecordCodec[RedriveRequest]:
 @cache
 def audit_events() -> RecordCodec[AuditEvent]:
     return RecordCodec(AvroCodec.for_record("audit_event"), AuditEvent.from_avro)
+
+
+@cache
+def listing_events() -> RecordCodec[ListingEvent]:
+    return RecordCodec(AvroCodec.for_record("listing_event"), ListingEvent.from_avro)
+
+
+@cache
+def webhook_endpoints() -> RecordCodec[WebhookEndpoint]:
+    return RecordCodec(AvroCodec.for_record("webhook_endpoint"), WebhookEndpoint.from_avro)
+
+
+@cache
+def webhook_deliveries() -> RecordCodec[WebhookDelivery]:
+    return RecordCodec(AvroCodec.for_record("webhook_delivery"), WebhookDelivery.from_avro)
+
+
+@cache
+def webhook_replays() -> RecordCodec[WebhookReplay]:
+    return RecordCodec(AvroCodec.for_record("webhook_replay"), WebhookReplay.from_avro)

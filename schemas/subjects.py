@@ -30,5 +30,9 @@ def value_codecs(topics: Topics) -> dict[str, AvroCodec]:
         topics.sequencer_state: codec.sequencer_states(),
         topics.audit: codec.audit_events(),
         **{topics.redrive(board): codec.redrive_requests() for board in BOARDS},
+        topics.listing_events: codec.listing_events(),
+        topics.webhooks: codec.webhook_endpoints(),
+        topics.webhook_pending: codec.webhook_deliveries(),
+        topics.webhook_replays: codec.webhook_replays(),
     }
     return {topic: record_codec.avro for topic, record_codec in typed.items()}

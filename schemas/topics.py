@@ -25,6 +25,7 @@ class Component(StrEnum):
     LINKEDIN = Destination.LINKEDIN.value  # a board's consumers are named after it
     INDEED = Destination.INDEED.value
     SEARCH_INDEXER = "search-indexer"
+    WEBHOOKS = "webhooks"  # the webhooks dispatcher
 
     def group_id(self, prefix: str) -> str:
         return f"{prefix}-{self.value}"
@@ -49,6 +50,8 @@ class ReaderGroup(StrEnum):
     REDRIVE_PROBE = "redrive-probe"
     REDRIVE_OUTCOMES = "redrive-outcomes"
     LETTERS = "letters"
+    WEBHOOK_ENDPOINTS = "webhook-endpoints"
+    WEBHOOK_PROBE = "webhook-probe"
 
     @property
     def why(self) -> str:
@@ -56,6 +59,8 @@ class ReaderGroup(StrEnum):
 
 
 _READER_PURPOSES = {
+    ReaderGroup.WEBHOOK_ENDPOINTS: "the webhooks dispatcher follows the registered endpoints",
+    ReaderGroup.WEBHOOK_PROBE: "the webhooks dispatcher asks where endpoints end, where a replay starts",
     ReaderGroup.LETTERS: "a board consumer reads the dead letter a redrive request names",
     ReaderGroup.REPLAY: "reads a partition from the start (restores, dead letters, reindex)",
     ReaderGroup.RESTORE_PROBE: "asks where a restored partition ends",
@@ -133,6 +138,31 @@ class Topics:
         action, kept a year."""
         return f"{self.prefix}.audit"
 
+    @property
+    def listing_events(self) -> str:
+        """Changes of postings' states at the boards (`schemas.listing_events`), keyed by
+        posting id on its partition number, kept 7 days: what webhooks tell employers."""
+        return f"{self.prefix}.listing-events"
+
+    @property
+    def webhooks(self) -> str:
+        """The registered webhook endpoints (`schemas.webhooks.WebhookEndpoint`), keyed by
+        endpoint id, compacted."""
+        return f"{self.prefix}.webhooks"
+
+    @property
+    def webhook_pending(self) -> str:
+        """Events on their way to endpoints (`schemas.webhooks.WebhookDelivery`), keyed
+        `{endpoint_id}/{event_id}` on the posting's partition number, compacted: what the
+        dispatcher restores on assignment."""
+        return f"{self.prefix}.webhook-pending"
+
+    @property
+    def webhook_replays(self) -> str:
+        """Requests to deliver an endpoint's events again (`schemas.webhooks.WebhookReplay`),
+        one per partition."""
+        return f"{self.prefix}.webhook-replays"
+
     def group(self, component: Component) -> str:
         """The default group id of a component (a deployable's settings may name another)."""
         return component.group_id(self.prefix)
@@ -183,4 +213,28 @@ class Topics:
                 )
                 for board in BOARDS
             ),
+            *self._webhook_specs(n, isr),
+        ]
+
+    def _webhook_specs(self, n: int, isr: dict[str, str]) -> list[TopicSpec]:
+        week = {**isr, "cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+        registrations = {
+            **isr,
+            "cleanup.policy": "compact",
+            "min.compaction.lag.ms": str(7 * DAY_MS),
+            "delete.retention.ms": str(7 * DAY_MS),
+        }
+        # Read from its beginning on every assignment: closed segments every 10 minutes, so
+        # what was delivered is compacted away and a restore reads what waits and little else.
+        pending = {
+            **isr,
+            "cleanup.policy": "compact",
+            "delete.retention.ms": str(3600 * 1000),
+            "segment.ms": str(600 * 1000),
+        }
+        return [
+            TopicSpec(self.listing_events, n, week),
+            TopicSpec(self.webhooks, 1, registrations),  # few, read whole by every reader
+            TopicSpec(self.webhook_pending, n, pending),
+            TopicSpec(self.webhook_replays, n, week),
         ]

@@ -3,8 +3,9 @@ child process (supervisor.py).
 
 JOBPOST_RUN_REPLICAS=n runs n of each component but the sandbox: API replicas on api_port,
 api_port+1, ...; replica r of LinkedIn, Indeed and the indexer serves metrics on
-metrics_port_base + 3(r-1) + 0, 1, 2. With one replica the names are api, linkedin, indeed,
-indexer; with more, api-1, api-2, linkedin-1 ... The topics and the components get the
+metrics_port_base + 3(r-1) + 0, 1, 2, and replica r of the webhooks dispatcher on
+metrics_port_base + 3n + r-1. With one replica the names are api, linkedin, indeed, indexer,
+webhooks; with more, api-1, api-2, linkedin-1 ... The topics and the components get the
 stack's replication unless set: factor 1 and min.insync.replicas 1 on one broker, 3 and 2
 with JOBPOST_STACK_BROKERS=3.
 
@@ -32,7 +33,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from jobpost_dev import prometheus, stack
 from jobpost_dev.ports import Port, refusals
 from jobpost_dev.project import project_root
-from jobpost_dev.run_env import component_env, kafka_env, kafka_settings, registry_env
+from jobpost_dev.run_env import component_env, kafka_env, kafka_settings, registry_env, webhooks_env
 from jobpost_dev.supervisor import Component, Supervisor
 from runtime.kafka import KafkaSettings
 from runtime.topics import ensure_topics
@@ -120,6 +121,19 @@ def components(settings: RunSettings) -> list[Component]:
         )
         for r, port in ((r, metrics + 3 * (r - 1) + offset) for r in range(1, n + 1))
     ]
+    # After every other kind's ports, so theirs stay where they were before it came.
+    dispatchers = [
+        Component(
+            name("webhooks", r),
+            [*jobpost, "webhooks"],
+            f"metrics http://127.0.0.1:{port}/metrics",
+            {"JOBPOST_WEBHOOKS_METRICS_PORT": str(port)},
+            f"127.0.0.1:{port}",
+            Port(port, f"{name('webhooks', r)}'s metrics", "JOBPOST_METRICS_PORT_BASE"),
+        )
+        for r, port in ((r, metrics + 3 * n + r - 1) for r in range(1, n + 1))
+    ]
+    workers += dispatchers
     for component in (*apis, *workers):
         component.env["JOBPOST_STATE_DIR"] = str(settings.state_dir / component.name)
     sandbox = Component(
@@ -187,6 +201,7 @@ def run() -> int:
         else:
             print(f"prometheus: {why_not}; running without it", flush=True)
         env = component_env(token, settings, {**kafka, **registry_env(stack_settings, os.environ)})
+        env.update(webhooks_env(stack_settings.dir, env))
         supervisor = Supervisor(parts, stack_settings.dir / "logs", env)
         for component in supervisor.components:
             supervisor.start(component)

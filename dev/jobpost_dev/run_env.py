@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cryptography.fernet import Fernet
 
 from jobpost_dev import stack
 from jobpost_dev.sandbox.tokens import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
@@ -78,4 +81,21 @@ def component_env(
         env.setdefault(f"{prefix}TOKEN_URL", f"{sandbox}/{path}{token_path}")
         env.setdefault(f"{prefix}CLIENT_ID", SANDBOX_CLIENT_ID)
         env.setdefault(f"{prefix}CLIENT_SECRET", SANDBOX_CLIENT_SECRET)
+    return env
+
+
+def webhooks_env(folder: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """Webhooks on for development: the Fernet key their secrets are kept with, made once and
+    kept in `folder` (the stack's, beside Kafka's data, whose records it opens), and
+    endpoints on this machine accepted, plain http included; each unless `environ` sets it."""
+    env = {}
+    if not environ.get("JOBPOST_WEBHOOK_SECRETS_KEY"):
+        path = folder / "webhook-secrets.key"
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_bytes(Fernet.generate_key())
+        env["JOBPOST_WEBHOOK_SECRETS_KEY"] = path.read_text().strip()
+    if "JOBPOST_API_WEBHOOK_LOCAL_HTTP" not in environ:
+        env["JOBPOST_API_WEBHOOK_LOCAL_HTTP"] = "true"
     return env

@@ -26,8 +26,10 @@ from runtime.schema_registry import SchemaRegistrySettings
 from runtime.search_server import ElasticsearchSettings
 from runtime.settings_file import Settings, is_settings, table_of
 from runtime.stores import StateSettings
+from runtime.webhook_secrets import WebhookSecretsSettings
 from search_indexer.config import IndexerSettings
 from sequencer.config import SequencerSettings
+from webhooks.config import DispatcherSettings
 
 SECRET = "**********"
 
@@ -71,16 +73,28 @@ SECTIONS: tuple[Section, ...] = (
     _section(ConsumerSettings),
     _section(IndexerSettings),
     _section(ElasticsearchSettings, "JOBPOST_INDEXER_ELASTICSEARCH_"),
+    _section(WebhookSecretsSettings),
+    _section(DispatcherSettings),
 )
 BY_TABLE = {section.table: section for section in SECTIONS}
 
 # The tables each command of a deployment reads (every one registers its schemas: the
 # registry's table too). The API runs a sequencer member unless told not to.
 COMPONENTS: dict[str, tuple[str, ...]] = {
-    "api": ("kafka", "state", "schema_registry", "api", "api.oidc", "api.elasticsearch", "sequencer"),
+    "api": (
+        "kafka",
+        "state",
+        "schema_registry",
+        "api",
+        "api.oidc",
+        "api.elasticsearch",
+        "webhook_secrets",
+        "sequencer",
+    ),
     "sequencer": ("kafka", "state", "schema_registry", "sequencer"),
     "consumer": ("kafka", "state", "schema_registry", "consumer"),
     "indexer": ("kafka", "schema_registry", "indexer", "indexer.elasticsearch"),
+    "webhooks": ("kafka", "schema_registry", "webhook_secrets", "webhooks"),
 }
 
 

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from runtime.settings_file import ConfigFileError
 
-COMPONENTS = ("api", "sequencer", "consumer", "indexer")  # jobpost.configuration.catalog.COMPONENTS
+# The components of jobpost.configuration.catalog.COMPONENTS.
+COMPONENTS = ("api", "sequencer", "consumer", "indexer", "webhooks")
 PROBLEMS = 2
 
 

@@ -28,13 +28,14 @@ from producer_api.http.headers import SecurityHeaders
 from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
-from producer_api.http.routes import batch, health, operations, postings, snapshot, validation
+from producer_api.http.routes import batch, health, operations, postings, snapshot, validation, webhooks
 from producer_api.operations import Operations
 from producer_api.read.dead_letters import DeadLettersView
 from producer_api.read.search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingError, PostingService, Unavailable
+from producer_api.webhooks import open_webhooks
 from runtime import write_stages
 from runtime.snapshots import fetch, has_state
 from schemas.topics import BOARDS
@@ -106,6 +107,7 @@ def create_app(
         )
         app.state.operations = Operations(settings, deliveries, view, letters)
         app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
+        app.state.webhooks = open_webhooks(settings, audit)
         try:
             yield
         finally:
@@ -120,6 +122,7 @@ def create_app(
             for index in letters.values():
                 index.close()
             app.state.operations.close()
+            app.state.webhooks.close()
             commands.close()
             search.close()
             searches.close()
@@ -167,6 +170,7 @@ def create_app(
     app.include_router(operations.router)
     if settings.internal_port is not None:  # every employer's postings: on the internal port only
         app.include_router(snapshot.router)
+    app.include_router(webhooks.router)
     app.mount("/ui", StaticFiles(directory=_UI, html=True, check_dir=False), name="ui")
     if settings.docs:
         docs.install(app)

@@ -148,7 +148,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
 
         def all_up_since() -> bool:
             found = targets()
-            return len(found) == 8 and all(
+            return len(found) == 10 and all(
                 t["health"] == "up" and _epoch(t["lastScrape"]) > answered for t in found
             )
 
@@ -156,7 +156,7 @@ def test_prometheus_scrapes_every_replica_and_every_dashboard_query_returns_data
         jobs = sorted((t["labels"]["job"], t["labels"]["component"]) for t in targets())
         assert jobs == sorted(
             (f"jobpost-{kind}", f"{kind}-{r}")
-            for kind in ("api", "linkedin", "indeed", "indexer")
+            for kind in ("api", "linkedin", "indeed", "indexer", "webhooks")
             for r in (1, 2)
         )
         groups = httpx.get(f"{prometheus}/api/v1/rules").json()["data"]["groups"]

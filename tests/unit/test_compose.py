@@ -92,7 +92,7 @@ def test_topics_builds_the_product_image_the_others_run(services):
     runners = {
         name: s for name, s in services.items() if s.get("image") == JOBPOST_IMAGE and name != "topics"
     }
-    assert set(runners) == {"api", "sequencer", "linkedin", "indeed", "indexer"}
+    assert set(runners) == {"api", "sequencer", "linkedin", "indeed", "indexer", "webhooks"}
     assert all(s["pull_policy"] == "never" for s in runners.values())
 
 

@@ -22,6 +22,7 @@ PRODUCT = (
     "producer_api",
     "consumers",
     "search_indexer",
+    "webhooks",
 )
 HARNESS = re.compile(
     r"(^|/)(sandbox|stack|chaos|poms)/|(^|/)(supervisor|doctor|processes|prometheus|run_env)\.py$|jobpost_dev"

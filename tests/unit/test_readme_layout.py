@@ -16,6 +16,7 @@ CODE = (
     "producer_api",
     "consumers",
     "search_indexer",
+    "webhooks",
     "jobpost",
     "dev/jobpost_dev",
     "tests",

@@ -14,7 +14,18 @@ import pytest
 from jobpost import cli
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-OPERATORS = {"api", "sequencer", "consumer", "indexer", "reindex", "topics", "acls", "dlq", "config"}
+OPERATORS = {
+    "api",
+    "sequencer",
+    "consumer",
+    "indexer",
+    "reindex",
+    "webhooks",
+    "topics",
+    "acls",
+    "dlq",
+    "config",
+}
 DEVELOPMENT = {"run", "stack", "doctor", "chaos", "sandbox"}
 
 

@@ -21,6 +21,7 @@ def test_every_replica_of_every_component_is_scraped():
         "jobpost-linkedin": [("127.0.0.1:9101", "linkedin-1"), ("127.0.0.1:9104", "linkedin-2")],
         "jobpost-indeed": [("127.0.0.1:9102", "indeed-1"), ("127.0.0.1:9105", "indeed-2")],
         "jobpost-indexer": [("127.0.0.1:9103", "indexer-1"), ("127.0.0.1:9106", "indexer-2")],
+        "jobpost-webhooks": [("127.0.0.1:9107", "webhooks-1"), ("127.0.0.1:9108", "webhooks-2")],
     }
     assert config["rule_files"] == [str(prometheus.rules())]
 

@@ -90,7 +90,16 @@ def test_every_port_of_the_run_is_checked(quiet_machine: None, monkeypatch: pyte
         *(
             (metrics + offset, f"{name}'s metrics", "JOBPOST_METRICS_PORT_BASE")
             for offset, name in enumerate(
-                ("linkedin-1", "indeed-1", "indexer-1", "linkedin-2", "indeed-2", "indexer-2")
+                (
+                    "linkedin-1",
+                    "indeed-1",
+                    "indexer-1",
+                    "linkedin-2",
+                    "indeed-2",
+                    "indexer-2",
+                    "webhooks-1",
+                    "webhooks-2",
+                )
             )
         ),
         (19090, "prometheus", "JOBPOST_RUN_PROMETHEUS_PORT"),

@@ -65,19 +65,32 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
             "metrics http://127.0.0.1:9106/metrics",
             {"JOBPOST_INDEXER_METRICS_PORT": "9106"},
         ),
+        (
+            "webhooks-1",
+            ["webhooks"],
+            "metrics http://127.0.0.1:9107/metrics",
+            {"JOBPOST_WEBHOOKS_METRICS_PORT": "9107"},
+        ),
+        (
+            "webhooks-2",
+            ["webhooks"],
+            "metrics http://127.0.0.1:9108/metrics",
+            {"JOBPOST_WEBHOOKS_METRICS_PORT": "9108"},
+        ),
     ]
 
 
 def test_one_replica_keeps_todays_names_and_ports() -> None:
     listed = {c.name: c for c in components(RunSettings(state_dir=Path("/var/lib/jobpost")))}
 
-    assert list(listed) == ["sandbox", "api", "linkedin", "indeed", "indexer"]
+    assert list(listed) == ["sandbox", "api", "linkedin", "indeed", "indexer", "webhooks"]
     assert listed["api"].env == {
         "JOBPOST_API_PORT": "8000",
         **member("api"),
         "JOBPOST_STATE_DIR": "/var/lib/jobpost/api",
     }
     assert listed["indexer"].env["JOBPOST_INDEXER_METRICS_PORT"] == "9103"
+    assert listed["webhooks"].env["JOBPOST_WEBHOOKS_METRICS_PORT"] == "9104"
 
 
 def test_no_two_components_share_a_port() -> None:
@@ -88,12 +101,12 @@ def test_no_two_components_share_a_port() -> None:
             for port in [*c.env.values(), *c.argv[-1:]]
             if port.isdigit()
         ]
-        assert len(ports) == len(set(ports)) == 1 + 4 * replicas
+        assert len(ports) == len(set(ports)) == 1 + 5 * replicas
 
 
 def test_no_two_components_share_a_state_folder() -> None:
     """Two processes cannot open one RocksDB; a restarted process finds its own again."""
     for replicas in (1, 3):
         folders = [c.env["JOBPOST_STATE_DIR"] for c in components(RunSettings(replicas=replicas))[1:]]
-        assert len(folders) == len(set(folders)) == 4 * replicas
+        assert len(folders) == len(set(folders)) == 5 * replicas
         assert folders == [c.env["JOBPOST_STATE_DIR"] for c in components(RunSettings(replicas=replicas))[1:]]

@@ -25,6 +25,7 @@ PACKAGES = (
     "producer_api",
     "consumers",
     "search_indexer",
+    "webhooks",
     "jobpost",
     "bench",
     "dev/jobpost_dev",
@@ -108,7 +109,13 @@ def test_librdkafka_accepts_every_kind() -> None:
     factory = KafkaClients(KafkaSettings(bootstrap_servers="127.0.0.1:1"))  # no broker is asked
     for consumer in (
         factory.member(
-            "g", session_timeout_ms=10_000, instance_id="i", eager=True, write_path=True, gathered=True
+            "g",
+            session_timeout_ms=10_000,
+            instance_id="i",
+            eager=True,
+            write_path=True,
+            gathered=True,
+            ends=True,
         ),
         factory.reader("r", ends=True, prompt_end=True, small_prefetch=True, write_path=True, gathered=True),
         factory.probe("p", committed=False),

@@ -17,7 +17,7 @@ def as_created(spec):
 
 def test_a_topic_as_created_passes() -> None:
     for spec in SPECS.values():
-        assert topic_problems(spec, 6, 3, as_created(spec), CLUSTER) == [], spec.name
+        assert topic_problems(spec, spec.partitions, 3, as_created(spec), CLUSTER) == [], spec.name
 
 
 def test_each_problem_is_one_line() -> None:

@@ -5,6 +5,7 @@ the real app (its lifespan never runs: nothing connects) as ASGI, counting what 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -208,12 +209,15 @@ def test_a_4_mib_batch_of_a_caller_not_admitted_is_answered_without_reading_its_
 
 def test_a_read_only_and_a_no_scope_credential_are_refused_every_write_route_before_the_body(tmp_path):
     app = app_with_credentials(tmp_path)
+    named = {"{posting_id}": "p1", "{board}": "linkedin", "{endpoint_id}": "ep_1"}
     writes = [
-        (method, route.path.replace("{posting_id}", "p1").replace("{board}", "linkedin"))
+        (method, functools.reduce(lambda path, name: path.replace(*name), named.items(), route.path))
         for route in every_route(full_app().router.routes)
         for method in sorted(set(route.methods or ()) & _WRITE_METHODS)
     ]
-    assert len(writes) == 7  # create, replace, delete, batch, validate, redrive, the faults of /ops/boards
+    # create, replace, delete, batch, validate, redrive, the faults of /ops/boards; a webhook
+    # endpoint's register, delete, rotate, replay
+    assert len(writes) == 11
     for token in ("reader-token", "nobody-token"):
         for method, path in writes:
             upload = Upload(b'{"title": "x", "description": "y"}')
