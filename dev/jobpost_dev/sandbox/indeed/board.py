@@ -20,6 +20,11 @@ from jobpost_dev.sandbox.state import BoardState, Submission, content_key
 UPSERT = "createSourcedJobPostings"
 EXPIRE = "expireSourcedJobsBySourcedPostingId"
 DUPLICATES = "The request contains duplicate job entries"  # troubleshoot-errors
+# A test's fault targeted at a job (`posting_ids`): its error, the rest of the call applied.
+FAULTS = {
+    "reject": ("BAD_USER_INPUT", "sandbox: rejected"),
+    "error": ("INTERNAL_SERVER_ERROR", "sandbox: unavailable"),
+}
 
 Error = tuple[str, str]  # (extensions.code, message)
 
@@ -68,7 +73,9 @@ class IndeedBoard(BoardState):
         refused: dict[str, Any] = {"jobPosting": None}
         found = rules.problems(item)
         if posting_id is None:
-            return refused, [("BAD_USER_INPUT", m) for m in found or ["Missing required field: metadata"]]
+            found = found or ["Missing required field: metadata"]
+            self.refused("", "element", "BAD_USER_INPUT", "; ".join(found), now_ms)
+            return refused, [("BAD_USER_INPUT", m) for m in found]
         posting = self.posting(posting_id)
         submission = Submission(
             posting.number(content_key(item, False)), "UPSERT", now_ms, ended_at_ms=now_ms
@@ -76,13 +83,12 @@ class IndeedBoard(BoardState):
         posting.log.append(submission)
         errors = [("BAD_USER_INPUT", DUPLICATES)] if twice else [("BAD_USER_INPUT", m) for m in found]
         if not errors and (fault := self.faults.element_fault(posting_id)) != "none":
-            code = "BAD_USER_INPUT" if fault == "reject" else "INTERNAL_SERVER_ERROR"
-            submission.state, submission.error = "REFUSED", f"sandbox: {fault}"
-            return refused, [(code, f"sandbox: {fault}")]
+            code, message = FAULTS[fault]
+            submission.state, submission.error = "REFUSED", message
+            return refused, [(code, message)]
         if errors:
             submission.state, submission.error = "REFUSED", "; ".join(m for _, m in errors)
-            for _, message in errors:
-                self.refused(posting_id, "element", "BAD_USER_INPUT", message, now_ms)
+            self.refused(posting_id, "element", "BAD_USER_INPUT", submission.error, now_ms)
             return refused, errors
         submission.state = "APPLIED"
         job = self._apply(item, posting_id, submission.version, client, now_ms)
@@ -137,8 +143,8 @@ class IndeedBoard(BoardState):
         posting = self.posting(job.posting_id)
         version = posting.number(content_key(job.content, True))
         posting.log.append(Submission(version, "EXPIRE", now_ms, ended_at_ms=now_ms, state="APPLIED"))
-        if self.faults.element_fault(job.posting_id) != "none":
-            return {"trackingKey": None}, [("INTERNAL_SERVER_ERROR", "sandbox: unavailable")]
+        if (fault := self.faults.element_fault(job.posting_id)) != "none":
+            return {"trackingKey": None}, [FAULTS[fault]]
         if job.state == "expired":
             self.repeat(posting)
         else:

@@ -73,7 +73,7 @@ def _missing(body: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
         ("metadata.jobSource.sourceType", source.get("sourceType")),
         ("metadata.jobSource.employerIds", source.get("employerIds")),
     ]
-    missing = [f"Missing required field: {where}" for where, value in wanted if value in (None, "", [])]
+    missing = [f"Missing required field: {where}" for where, value in wanted if _blank(value)]
     if not isinstance(body.get("benefits"), list):
         missing.append("Missing required field: body.benefits (a list: empty when there are none)")
     return missing
@@ -115,7 +115,7 @@ def _location(location: dict[str, Any]) -> list[str]:
     remote_type = location.get("remoteType")
     if remote_type is not None and remote_type not in REMOTE_TYPES:
         found.append(f"Invalid value for body.location.remoteType: {remote_type!r}")
-    if remote_type not in REMOTE_TYPES and not location.get("cityRegionPostal"):
+    if remote_type not in REMOTE_TYPES and _blank(location.get("cityRegionPostal")):
         found.append('cityRegionPostal cannot be null when remote type is not "Fully Remote"')
     return found
 
@@ -173,6 +173,11 @@ def _source(source: dict[str, Any]) -> list[str]:
     ):
         found.append("Invalid value for metadata.jobSource.employerIds: each one {type, id}, both non-empty")
     return found
+
+
+def _blank(value: Any) -> bool:
+    """Missing, as a required field: absent, null, empty, or text of spaces only."""
+    return value is None or value == [] or (isinstance(value, str) and not value.strip())
 
 
 def _date_time(value: Any) -> bool:

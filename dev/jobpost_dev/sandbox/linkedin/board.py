@@ -21,6 +21,11 @@ from jobpost_dev.sandbox.linkedin.tasks import Task, Tasks
 from jobpost_dev.sandbox.state import BoardState, Submission, content_key
 
 FIRST_JOB_NUMBER = 4_200_000_001
+# A test's fault targeted at a job (`posting_ids`): its element's error, the rest applied.
+FAULTS = {
+    "reject": rules.Refusal(400, "sandbox: rejected"),
+    "error": rules.Refusal(503, "sandbox: unavailable"),
+}
 
 
 def accepted(task_id: str) -> dict[str, Any]:
@@ -75,8 +80,10 @@ class LinkedInBoard(BoardState):
         self, element: Any, posting_id: str | None, twice: bool, client: str, now: float, now_ms: int
     ) -> dict[str, Any]:
         refusal = rules.element_refusal(element, now_ms)
-        if posting_id is None:  # no job to speak of: nothing to record
-            return refused(refusal or rules.required("externalJobPostingId"))
+        if posting_id is None:  # no job to speak of: nothing to record but the refusal
+            refusal = refusal or rules.required("externalJobPostingId")
+            self.refused("", "element", refusal.status, refusal.message, now_ms)
+            return refused(refusal)
         posting = self.posting(posting_id)
         operation = str(element.get("jobPostingOperationType"))
         content = {k: v for k, v in element.items() if k != "jobPostingOperationType"}
@@ -87,7 +94,7 @@ class LinkedInBoard(BoardState):
                 422, "ERROR :: /externalJobPostingId :: more than one update of this job in one request\n"
             )
         elif (fault := self.faults.element_fault(posting_id)) != "none":
-            refusal = rules.Refusal(400 if fault == "reject" else 503, f"sandbox: {fault}")
+            refusal = FAULTS[fault]
         elif refusal is None and operation == "CLOSE":
             refusal = self._close_refusal(client, posting_id, now_ms)
         if refusal is not None:

@@ -59,12 +59,15 @@ def in_format(location: str, remote: bool) -> bool:
     return False
 
 
-def alternate_in_format(location: str) -> bool:
-    """An alternate location: a US "City", a "City, Country/Region", or a location's format."""
+def alternate_in_format(location: str, remote: bool) -> bool:
+    """An alternate location: a US "City", a "City, Country/Region", or a location's format
+    (a country alone, then, for a Remote job only)."""
     parts = [part.strip() for part in location.split(",")]
+    if len(parts) == 1 and iso.country_named(parts[0]) is not None:
+        return remote
     if len(parts) in (1, 2) and all(_place(part) for part in parts):
         return True
-    return in_format(location, remote=False)
+    return in_format(location, remote)
 
 
 def _place(text: str) -> bool:

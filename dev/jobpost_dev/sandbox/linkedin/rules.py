@@ -96,7 +96,8 @@ def element_refusal(element: Any, now_ms: int) -> Refusal | None:
 
 def _fields(element: dict[str, Any]) -> Refusal | None:
     for name in REQUIRED:
-        if element.get(name) is None or (name == "title" and element[name] == ""):
+        value = element.get(name)
+        if value is None or (name == "title" and isinstance(value, str) and not value.strip()):
             return required(name)
     listed = element["listedAt"]
     if not isinstance(listed, int) or isinstance(listed, bool):
@@ -210,7 +211,7 @@ def task_failure(element: dict[str, Any], partner_urn: str) -> str | None:
         # "Invalid Field: /city; \nInvalid Field: /postalCode; \nInvalid Field: /state;
         # \nInvalid Field: /geoLocation; "
         invalid.extend(f"Invalid Field: /{name}; " for name in ("city", "postalCode", "state", "geoLocation"))
-    if not all(locations.alternate_in_format(a) for a in element.get("alternateLocations") or []):
+    if not all(locations.alternate_in_format(a, remote) for a in element.get("alternateLocations") or []):
         invalid.append("Invalid Field: /alternateLocations; ")
     if not invalid:
         return None

@@ -52,6 +52,8 @@ def test_a_location_out_of_linkedins_formats(location, remote):
     assert not in_format(location, remote)
 
 
-def test_an_alternate_location_may_be_a_us_city_alone():
-    assert alternate_in_format("Dallas") and alternate_in_format("Lyon, France")
-    assert not alternate_in_format("Anywhere") and not alternate_in_format("Dallas 75201")
+def test_an_alternate_location_may_be_a_us_city_alone_not_a_country_alone_unless_remote():
+    assert alternate_in_format("Dallas", False) and alternate_in_format("Lyon, France", False)
+    assert not alternate_in_format("Anywhere", False) and not alternate_in_format("Dallas 75201", False)
+    assert not alternate_in_format("FR", False) and not alternate_in_format("France", False)
+    assert alternate_in_format("FR", True)

@@ -73,6 +73,14 @@ LINKEDIN: list[tuple[str, dict[str, Any], str | None, Any, str]] = [
         "/city;",
     ),
     (
+        "an alternate location that is a country, for an on-site job",
+        element(alternateLocations=["FR"]),
+        "task",
+        "FAILED",
+        "Invalid Field: /alternateLocations;",
+    ),
+    ("a title of spaces", element(title="   "), "element", 422, "ERROR :: /title :: field is required"),
+    (
         "an alternate location out of format",
         element(alternateLocations=["Anywhere"]),
         "task",
@@ -210,6 +218,13 @@ INDEED: list[tuple[str, dict[str, Any], bool, str]] = [
         False,
         "Missing required field: body.description",
     ),
+    (
+        "description of spaces",
+        indeed_job(body__description="   "),
+        False,
+        "Missing required field: body.description",
+    ),
+    ("title of spaces", indeed_job(body__title="  "), False, "Missing required field: body.title"),
     (
         "description empty",
         indeed_job(body__description=""),
