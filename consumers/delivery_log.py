@@ -1,13 +1,16 @@
 """Where what a version came to is written, in Kafka: the posting's delivery state to
 `jobpost.deliveries` and then the local store, dead letters to `jobpost.<board>.dlq`, each
 returning once Kafka acknowledged it; timeline events to `jobpost.delivery-events`, without
-waiting."""
+waiting; changes of the job at the board for its employer (`publish_listing_event`)."""
 
 from __future__ import annotations
+
+import logging
 
 from confluent_kafka import Message, Producer
 
 from consumers.items import Item
+from consumers.listing_changes import ListingChange
 from consumers.states import StoredStates
 from runtime.dead_letters import dead_letter
 from runtime.deliveries import event_record, publish, state_record
@@ -15,6 +18,8 @@ from runtime.outbox import deliver
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState
 from schemas.topics import Component, Topics
+
+log = logging.getLogger(__name__)
 
 
 class KafkaDeliveryLog:
@@ -33,6 +38,9 @@ class KafkaDeliveryLog:
     def event(self, item: Item, event: DeliveryEvent) -> None:
         publish(self.producer, event_record(self.topics.delivery_events, item.partition, event))
 
+    def listing_change(self, item: Item, change: ListingChange) -> None:
+        publish_listing_event(self.producer, self.topics, item.partition, change)
+
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         """The version's record as it was read (a redrive request's: the dead-lettered
         version it carries), for the board's dead-letter topic."""
@@ -49,3 +57,26 @@ class KafkaDeliveryLog:
             value=None if item.request is None else item.request.update,
         )
         await deliver(self.producer, letter)
+
+
+def publish_listing_event(producer: Producer, topics: Topics, partition: int, change: ListingChange) -> None:
+    """THE place where a change of a job at a board becomes an event for its employer, on
+    `jobpost.listing-events` (the posting's partition number), without waiting.
+
+    Not published yet: the topic, its record (`ListingEvent`) and its publisher
+    (`runtime.listing_events.publish_listing_event`) are the webhooks work's, not on main when
+    this was written. Once they are, this becomes::
+
+        publish_listing_event(producer, topics, partition, listing_event(
+            change.type, change.employer, change.posting_id, change.version, board=change.board,
+            listing=Listing(job.job_id, job.url, job.status.lower(), job.reason, job.since),
+            problem=..., at=change.at, event_id=stable_event_id(...)))
+    """
+    del producer, topics, partition  # used once the events' topic exists
+    log.debug(
+        "listing event %s for %s v%d at %s (not published: no events topic yet)",
+        change.type,
+        change.posting_id,
+        change.version,
+        change.board,
+    )
