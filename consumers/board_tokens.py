@@ -19,7 +19,9 @@ failing endpoint as `BoardDown` — would be ours to write around it anyway.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -27,7 +29,7 @@ from typing import TypeVar
 import aiohttp
 from pydantic import SecretStr
 
-from consumers.boards import Answer, call, excerpt
+from consumers.boards import Answer, call
 from consumers.boards.base import BoardDown, CallFailed, TokenRefused, TokenSource
 from consumers.boards.settings import BoardSettings
 
@@ -120,25 +122,39 @@ class ClientCredentials:
 
 def _granted(answer: Answer) -> tuple[str, float]:
     """The token and its lifetime from a token endpoint's answer; BoardDown otherwise (a
-    refused client is refused for every posting)."""
+    refused client is refused for every posting). A token endpoint's body is never quoted:
+    it may hold a token under a name we do not read, or echo what we sent; what is said is
+    its status, its length and OAuth's `error` code (RFC 6749 §5.2) when it gives one."""
     if answer.status != 200:
-        raise BoardDown(f"{answer.board} answered {answer.status}: {excerpt(answer.text)}")
+        raise BoardDown(_described(answer, "refused to grant a token"))
     try:
-        body = answer.json()
-    except CallFailed as exc:
-        raise BoardDown(str(exc)) from exc
+        body = json.loads(answer.raw.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is a ValueError too
+        raise BoardDown(_described(answer, "is not UTF-8 JSON")) from None
     token = body.get("access_token") if isinstance(body, dict) else None
     if not isinstance(token, str) or not token:
-        raise BoardDown(str(answer.unintelligible("has no access_token")))
+        raise BoardDown(_described(answer, "has no access_token"))
     if str(body.get("token_type", "bearer")).lower() != "bearer":
-        raise BoardDown(f"{answer.board} gave a {body['token_type']!r} token, not a bearer token")
+        raise BoardDown(_described(answer, "gives a token that is not a bearer token"))
     try:
         expires_in = float(body.get("expires_in", UNSTATED_LIFETIME_S))  # an integer, or "1800"
-    except (TypeError, ValueError) as exc:
-        raise BoardDown(str(answer.unintelligible("has an expires_in that is not a number"))) from exc
+    except (TypeError, ValueError):
+        raise BoardDown(_described(answer, "has an expires_in that is not a number")) from None
     if expires_in <= 0:
-        raise BoardDown(str(answer.unintelligible("gives a token that has expired already")))
+        raise BoardDown(_described(answer, "gives a token that has expired already"))
     return token, expires_in
+
+
+_OAUTH_ERROR = re.compile(r"[a-z_]{1,40}")  # RFC 6749 §5.2: invalid_client, invalid_grant, …
+
+
+def _described(answer: Answer, why: str) -> str:
+    said = f"{answer.board} answered {answer.status} ({len(answer.raw)} bytes) and {why}"
+    try:
+        code = json.loads(answer.raw.decode("utf-8")).get("error")
+    except (ValueError, AttributeError):
+        return said
+    return f"{said}: {code}" if isinstance(code, str) and _OAUTH_ERROR.fullmatch(code) else said
 
 
 class StaticToken:

@@ -4,8 +4,9 @@ An environment variable cannot hold a dot, and a few librdkafka properties hold 
 underscore (`log_level`, `enabled_events`), so a property's name is written in a variable
 as: `.` → `_`, `_` → `__`, any case (`JOBPOST_KAFKA_CONFIG__SSL_CA_LOCATION` is
 `ssl.ca.location`, `JOBPOST_KAFKA_CONFIG__LOG__LEVEL` is `log_level`). A key that already
-holds a dot (from a properties file, or given in code) is taken as it is. Every property of
-librdkafka's CONFIGURATION.md can be written either way.
+holds a dot (from a properties file, or given in code), or that is one of librdkafka's own
+underscored names (`log_level`), is taken as it is. Every property of librdkafka's
+CONFIGURATION.md can be written either way.
 
 The properties file (`JOBPOST_KAFKA_CONFIG_FILE`) is in Java's `.properties` format, read as
 UTF-8, so a `client.properties` a Kafka provider hands out works as it is, as long as it
@@ -52,6 +53,9 @@ ALIASES = {
     "sasl.password": "sasl_password",
 }
 
+# librdkafka's properties whose names hold an underscore and no dot (CONFIGURATION.md).
+_UNDERSCORED = frozenset({"log_level", "enabled_events"})
+
 _SECRET = re.compile(r"password|secret|passphrase|key\.pem$|^sasl\.oauthbearer\.config$")
 
 
@@ -63,7 +67,7 @@ def is_secret(name: str) -> bool:
 def property_name(key: str) -> str:
     """The librdkafka property a configuration key names (see the module docstring)."""
     key = key.strip().lower()
-    if "." in key:
+    if "." in key or key in _UNDERSCORED:
         return key
     return "_".join(part.replace("_", ".") for part in key.split("__"))
 

@@ -82,23 +82,16 @@ def components(settings: RunSettings) -> list[Component]:
 
     ports = [settings.api_port + r for r in range(n)]
 
-    def peers(port: int) -> dict[str, str]:
-        """The other replicas: a replica that lost its state copies one's stores (runtime.snapshots)."""
-        others = ",".join(f"http://127.0.0.1:{other}" for other in ports if other != port)
-        return {"JOBPOST_API_SNAPSHOT_PEERS": others} if others else {}
-
     apis = [
         Component(
             name("api", r),
             [*jobpost, "api"],
             f"http://127.0.0.1:{port} (docs at /docs)",
             # The replica's sequencer member keeps its name across restarts (static
-            # membership): a restarted replica takes its partitions back at once.
-            {
-                "JOBPOST_API_PORT": str(port),
-                "JOBPOST_SEQUENCER_INSTANCE_ID": name("api", r),
-                **peers(port),
-            },
+            # membership): a restarted replica takes its partitions back at once. No snapshot
+            # peers: each replica keeps its state folder across restarts, and /ops/snapshot is
+            # served on an internal port only, which make run does not open.
+            {"JOBPOST_API_PORT": str(port), "JOBPOST_SEQUENCER_INSTANCE_ID": name("api", r)},
             f"127.0.0.1:{port}",
             Port(port, name("api", r), "JOBPOST_API_PORT"),
         )

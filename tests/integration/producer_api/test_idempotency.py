@@ -55,10 +55,16 @@ def test_a_retried_create_returns_the_same_posting_and_a_reused_create_key_is_re
     assert [r[2].posting.title for r in records if r[2] is not None] == ["Original"]
 
 
-def test_keys_must_be_1_to_255_printable_ascii_characters(api):
+def test_keys_must_be_1_to_255_printable_ascii_characters(api, kafka, topics):
     client = api.client
     posting_id = client.create(title="Keys")["id"]
-    for good in ("a", "x" * 255, "spaces are printable"):
-        client.replace(posting_id, key=good)
+    for n, good in enumerate(("a", "x" * 255, "spaces are printable"), start=1):
+        first = client.replace(posting_id, key=good, title=f"Keys v{n}")
+        again = client.replace(posting_id, key=good, title=f"Keys v{n}")  # honoured: no new version
+        assert (first["version"], again) == (n, first)
     for bad in ("x" * 256, "tab\there"):
-        client.replace(posting_id, key=bad, expect=422)
+        problem = client.replace(posting_id, key=bad, title="Keys refused", expect=422)
+        where = [[str(part).lower() for part in e["loc"]] for e in problem["errors"]]
+        assert ["header", "idempotency-key"] in where, problem
+    assert versions_of(kafka, topics.postings, posting_id) == [0, 1, 2, 3]
+    assert client.get(posting_id)["title"] == "Keys v3"

@@ -224,7 +224,7 @@ def test_a_read_only_and_a_no_scope_credential_are_refused_every_write_route(sys
         "/ops/boards/{board}/faults": {"mode": "error", "probability": 1.0},
     }
     routes = write_routes()
-    assert ("POST", "/postings:batch") in routes and len(routes) == 6
+    assert ("POST", "/postings:batch") in routes and len(routes) == 7  # validate is a write route too
     for name in ("reader-acme", "nobody"):
         client = system.client(name)
         for method, template in routes:
@@ -238,7 +238,7 @@ def test_a_read_only_and_a_no_scope_credential_are_refused_every_write_route(sys
 
 def test_each_item_of_a_batch_counts_against_the_credentials_rate(system):
     batcher = system.client("batcher")
-    items = [{"op": "create", "posting": {"title": f"Batch {n}", "description": "x"}} for n in range(61)]
+    items = [{"op": "create", "posting": postings.body(n, title=f"Batch {n}")} for n in range(61)]
     refused = batcher.request("POST", "/postings:batch", json={"items": items}, expect=429)  # 61 > 60/s
     assert "over its rate" in refused["detail"]
     written = read_postings(system.kafka, Topics(system.kafka.topic_prefix).postings)

@@ -113,15 +113,17 @@ def test_best_first_and_paged_with_a_cursor(api, indexer):
     assert [len(p) for p in pages] == [4, 2]
 
 
-def test_bad_search_parameters_are_422(api):
-    for q, limit, cursor in (
-        ("", None, None),
-        ("x", 0, None),
-        ("x", 101, None),
-        ("x", None, "garbage"),
-        (None, None, None),
+def test_bad_search_parameters_are_422_naming_the_parameter(api):
+    for q, limit, cursor, named in (
+        ("", None, None, "q"),
+        ("x", 0, None, "limit"),
+        ("x", 101, None, "limit"),
+        ("x", None, "garbage", "cursor"),
+        (None, None, None, "q"),
     ):
-        api.client.search(q, limit=limit, cursor=cursor, expect=422)
+        problem = api.client.search(q, limit=limit, cursor=cursor, expect=422)
+        where = [e["loc"] for e in problem.get("errors", [])]
+        assert ["query", named] in where or named in problem["detail"], (named, problem)
 
 
 def test_a_stale_replay_leaves_the_newer_version(api, indexer, kafka, topics, elasticsearch_url, alias):

@@ -142,6 +142,38 @@ def test_a_token_endpoint_that_fails_is_the_board_down_for_every_waiting_caller(
     assert all(isinstance(f, BoardDown) for f in failures) and fetched == 1
 
 
+SECRET_LOOKING = "eyJhbGciOiJSUzI1NiJ9.secret-part"
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (answering({"error": "invalid_client", "error_description": SECRET_LOOKING}, status=401), "401"),
+        (answering({"accessToken": SECRET_LOOKING, "expires_in": 60}), "has no access_token"),
+        (answering({"access_token": SECRET_LOOKING, "token_type": "mac"}), "not a bearer token"),
+        (answering(f"<html>{SECRET_LOOKING}</html>".encode()), "not UTF-8 JSON"),
+        (answering({"access_token": SECRET_LOOKING, "expires_in": f"{SECRET_LOOKING}"}), "not a number"),
+    ],
+)
+def test_a_token_endpoint_s_answer_is_described_never_quoted(answer, said):
+    async def scenario():
+        async with board(answer) as b:
+            await source(b, Clock()).token()
+
+    with pytest.raises(BoardDown) as refused:
+        run(scenario())
+    assert said in str(refused.value) and "secret-part" not in str(refused.value)
+
+
+def test_oauth_s_error_code_is_named():
+    async def scenario():
+        async with board(answering({"error": "invalid_client"}, status=401)) as b:
+            await source(b, Clock()).token()
+
+    with pytest.raises(BoardDown, match=r"linkedin token endpoint answered 401 .* invalid_client"):
+        run(scenario())
+
+
 def test_a_token_endpoint_that_is_not_there_is_the_board_down():
     async def scenario():
         async with board(granting()) as b:
@@ -177,10 +209,28 @@ def test_the_sandbox_accepts_the_credentials_the_consumers_default_to():
     assert board_settings.SANDBOX_CLIENT_SECRET == sandbox_tokens.SANDBOX_CLIENT_SECRET
 
 
-def test_a_sandbox_needs_no_credentials_of_its_own():
-    LinkedInSettings().check_credentials()
-    IndeedSettings(base_url="http://localhost:8090/indeed").check_credentials()
-    IndeedSettings(base_url="http://sandbox:8090/indeed", sandbox_hosts=["sandbox"]).check_credentials()
+@pytest.mark.parametrize(
+    ("sandbox", "real"),
+    [
+        (LinkedInSettings(), LinkedInSettings(base_url="https://api.linkedin.com")),
+        (
+            IndeedSettings(base_url="http://localhost:8090/indeed"),
+            IndeedSettings(base_url="https://apis.indeed.com"),
+        ),
+        (
+            IndeedSettings(base_url="http://sandbox:8090/indeed", sandbox_hosts=["sandbox"]),
+            IndeedSettings(base_url="http://sandbox:8090/indeed"),  # a host not named a sandbox
+        ),
+    ],
+)
+def test_a_sandbox_needs_no_credentials_of_its_own(sandbox, real):
+    """The same default credentials start a consumer for a sandbox and are refused for a
+    board that is not one: the host decides, not the credentials."""
+    assert (sandbox.client_id, real.client_id) == (board_settings.SANDBOX_CLIENT_ID,) * 2
+    assert sandbox.is_sandbox() and not real.is_sandbox()
+    sandbox.check_credentials()
+    with pytest.raises(UnsafeBoardSettings, match="are missing or the sandbox's"):
+        real.check_credentials()
 
 
 def test_a_real_board_with_the_sandbox_credentials_refuses_to_start_saying_why():
@@ -200,17 +250,32 @@ def test_a_real_board_with_the_sandbox_credentials_refuses_to_start_saying_why()
 
 
 def test_a_real_board_with_its_own_credentials_starts(tmp_path):
+    """Each of a real board's settings is needed: with all of them the check passes, and
+    without any one of them it names that one."""
     registry = tmp_path / "employers.json"
-    LinkedInSettings(
-        base_url="https://api.linkedin.com",
-        token_url="https://www.linkedin.com/oauth/v2/accessToken",
-        client_id="ours",
-        client_secret=SecretStr("secret"),
-        employers_file=registry,
-    ).check_credentials()
-    IndeedSettings(
-        base_url="https://apis.indeed.com", access_token=SecretStr("from-the-proxy"), employers_file=registry
-    ).check_credentials()
+    linkedin = {
+        "base_url": "https://api.linkedin.com",
+        "token_url": "https://www.linkedin.com/oauth/v2/accessToken",
+        "client_id": "ours",
+        "client_secret": SecretStr("secret"),
+        "employers_file": registry,
+    }
+    indeed = {
+        "base_url": "https://apis.indeed.com",
+        "access_token": SecretStr("from-the-proxy"),
+        "employers_file": registry,
+    }
+    LinkedInSettings(**linkedin).check_credentials()
+    IndeedSettings(**indeed).check_credentials()
+    for missing, named in (
+        ("token_url", "TOKEN_URL"),
+        ("employers_file", "EMPLOYERS_FILE"),
+        ("client_id", "CLIENT_ID"),
+    ):
+        with pytest.raises(UnsafeBoardSettings, match=named):
+            LinkedInSettings(**{**linkedin, missing: None}).check_credentials()
+    with pytest.raises(UnsafeBoardSettings, match="EMPLOYERS_FILE"):
+        IndeedSettings(**{**indeed, "employers_file": None}).check_credentials()
 
 
 class Tokens:

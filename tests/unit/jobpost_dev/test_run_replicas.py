@@ -22,11 +22,6 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(f"JOBPOST_{name}", raising=False)
 
 
-def peers(port: int) -> dict[str, str]:
-    """A replica that lost its state copies the other's stores."""
-    return {"JOBPOST_API_SNAPSHOT_PEERS": f"http://127.0.0.1:{port}"}
-
-
 def member(name: str) -> dict[str, str]:
     """A replica's sequencer member keeps its name across restarts (static membership)."""
     return {"JOBPOST_SEQUENCER_INSTANCE_ID": name}
@@ -46,13 +41,13 @@ def test_two_replicas_of_everything_but_the_sandbox() -> None:
             "api-1",
             ["api"],
             "http://127.0.0.1:8000 (docs at /docs)",
-            {"JOBPOST_API_PORT": "8000", **member("api-1"), **peers(8001)},
+            {"JOBPOST_API_PORT": "8000", **member("api-1")},
         ),
         (
             "api-2",
             ["api"],
             "http://127.0.0.1:8001 (docs at /docs)",
-            {"JOBPOST_API_PORT": "8001", **member("api-2"), **peers(8000)},
+            {"JOBPOST_API_PORT": "8001", **member("api-2")},
         ),
         ("linkedin-1", ["consumer", "linkedin"], "metrics http://127.0.0.1:9101/metrics", {metrics: "9101"}),
         ("linkedin-2", ["consumer", "linkedin"], "metrics http://127.0.0.1:9104/metrics", {metrics: "9104"}),

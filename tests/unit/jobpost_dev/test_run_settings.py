@@ -3,6 +3,8 @@ settings object."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jobpost_dev.run import RunSettings, components
@@ -52,7 +54,9 @@ def test_reads_the_documented_variables(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_empty_token_variable_means_make_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBPOST_API_TOKENS", "")
 
-    assert RunSettings().token()
+    made, again = RunSettings().token(), RunSettings().token()
+    assert made != again  # a fresh one for each run, never a fixed default
+    assert len(made) >= 32 and re.fullmatch(r"[A-Za-z0-9_-]+", made)  # 24 random bytes, URL-safe
 
 
 def test_components_listen_where_the_settings_say() -> None:

@@ -205,6 +205,9 @@ def test_a_child_process_gets_the_same_settings(monkeypatch: pytest.MonkeyPatch)
 def test_the_properties_format() -> None:
     assert kafka_properties.property_name("SSL_CA_LOCATION") == "ssl.ca.location"
     assert kafka_properties.property_name("log__level") == "log_level"
+    # given in code by its own name, an underscored property stays what it is
+    assert kafka_properties.property_name("log_level") == "log_level"
+    assert KafkaSettings(config={"log_level": "0"}).client_config()["log_level"] == "0"
     assert kafka_properties.property_name("sasl.oauthbearer.client.id") == "sasl.oauthbearer.client.id"
     for name in PROPERTIES:
         assert kafka_properties.property_name(kafka_properties.environment_key(name)) == name
