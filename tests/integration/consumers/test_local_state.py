@@ -38,7 +38,7 @@ def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) 
             Op.CREATED if version == 0 else Op.UPDATED,
             f"{posting_id}:{version}",
             uuid.uuid4().hex,
-            postings.posting(0, title=f"Role {posting_id}", notes=""),
+            postings.posting(0, title=f"Role {posting_id} v{version}", notes=""),  # each its own content
             now,
             now,
         )
