@@ -6,8 +6,9 @@ the version supersedes it first; hands the version to the destination (a `Ticket
 for its element's outcome, telling each new announcement that the destination holds it for
 the board as a whole (`Held`), and taking it back unsent when a record queued behind
 supersedes it. For a board that confirms (LinkedIn), `Submitted(task_id)` is news of its
-own (`Accepted`), and the next attempt waits for the task's end: `SUCCEEDED` delivered,
-`FAILED` refused with the board's error, still in progress past the timeout `Unsure`.
+own (`Accepted`), and the next attempt waits for the task's end: `SUCCEEDED` delivered (with
+the job's id), `FAILED` refused with the board's error (or, where its words say so, the job
+exists after all, or does not), still in progress past the timeout `Unsure`.
 
 Time the destination held the version for the board (its circuit open, a 429, the budget)
 is not charged: it is added to `progress.uncharged_ms`, not to the attempts or the budget's
@@ -23,17 +24,20 @@ from prometheus_client import Counter
 from consumers.boards.base import (
     Delivered,
     ElementOutcome,
+    JobAction,
+    JobExists,
+    NoJob,
     Rejected,
     Submitted,
+    TaskFailure,
     TaskOutcome,
     TaskState,
     Unsure,
 )
 from consumers.clock import Clock
 from consumers.destination.ticket import Ticket
-from consumers.items import Item
 from consumers.rules import Accepted, Answered, Held, News, Progress, Superseded
-from schemas.model import Destination, PostingUpdate
+from schemas.model import Destination
 
 ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Versions sent to the board", ["destination"])
 
@@ -41,7 +45,7 @@ ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Versions sent to the boar
 class Board(Protocol):
     """What a lane needs of its destination (`consumers.destination.shared.SharedDestination`)."""
 
-    def submit(self, update: PostingUpdate) -> Ticket: ...
+    def submit(self, action: JobAction) -> Ticket: ...
 
     def withdraw(self, ticket: Ticket) -> bool: ...
 
@@ -72,16 +76,16 @@ class Attempts:
         self.clock = clock
         self._told: dict[Ticket, tuple[str, int | None]] = {}  # the pause last told of each ticket
 
-    async def next(self, item: Item, lane: Lane, progress: Progress) -> News:
-        """The next news of the version: of its task, of the ticket it has with the
+    async def next(self, action: JobAction, lane: Lane, progress: Progress) -> News:
+        """The next news of the action: of its task, of the ticket it has with the
         destination, or of a new attempt."""
         if progress.task_id is not None:
             return Answered(await self._confirmed(progress))
         if lane.ticket is None:
             why = await self._until_due(lane, progress)
             if why is not None:
-                return Superseded(why)
-        return await self._news_of(item, lane, progress)
+                return Superseded(why, sent=progress.attempts > 0)
+        return await self._news_of(action, lane, progress)
 
     def abandon(self, lane: Lane) -> None:
         """The lane was cancelled (its partition moved), or failed: take its version back
@@ -104,14 +108,13 @@ class Attempts:
             progress.first_attempt_at = self.clock.now_ms()
         return why
 
-    async def _news_of(self, item: Item, lane: Lane, progress: Progress) -> News:
+    async def _news_of(self, action: JobAction, lane: Lane, progress: Progress) -> News:
         """The next news of the version's ticket with the destination (handed to it now if
         it has none): the destination holds it (told once per announcement), it was taken
         back for a record that supersedes it, or its element's outcome."""
         ticket = lane.ticket
         if ticket is None:
-            assert item.update is not None
-            ticket = lane.ticket = self.board.submit(item.update)
+            ticket = lane.ticket = self.board.submit(action)
         while not ticket.outcome.done():
             await ticket.notice.wait()
             ticket.notice.clear()
@@ -121,7 +124,7 @@ class Attempts:
             if why is not None and self.board.withdraw(ticket):
                 lane.ticket = None
                 self._told.pop(ticket, None)
-                return Superseded(why)
+                return Superseded(why, sent=progress.attempts > 0 or ticket.sent_at is not None)
             pause = (ticket.pause_reason, ticket.paused_until)
             if ticket.pause_reason is not None and self._told.get(ticket) != pause:
                 self._told[ticket] = (ticket.pause_reason, ticket.paused_until)
@@ -146,7 +149,12 @@ class Attempts:
         ended = await self.board.confirm(task_id, submitted_at)
         progress.task_id = progress.submitted_at = None
         if ended.state == TaskState.SUCCEEDED:
-            return Delivered()
+            return Delivered(ended.job_id)
         if ended.state == TaskState.FAILED:
-            return Rejected(f"{self.destination} task {task_id} failed: {ended.error or 'no reason given'}")
+            why = f"{self.destination} task {task_id} failed: {ended.error or 'no reason given'}"
+            if ended.failure == TaskFailure.JOB_EXISTS:
+                return JobExists(ended.job_id, why)
+            if ended.failure == TaskFailure.NO_JOB:
+                return NoJob(why)
+            return Rejected(why, job_closed=ended.failure == TaskFailure.JOB_CLOSED)
         return Unsure(ended.error or f"{self.destination} task {task_id} did not end in time")

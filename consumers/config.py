@@ -10,6 +10,7 @@ from pydantic_settings import SettingsConfigDict
 from consumers.boards.indeed import IndeedSettings
 from consumers.boards.linkedin import LinkedInSettings
 from consumers.destination.circuit import CircuitSettings
+from consumers.job_rules import JobTerms
 from consumers.retry import RetrySettings
 from runtime.http import client_tls
 from runtime.kafka import KafkaSettings
@@ -52,6 +53,20 @@ class ConsumerSettings(Settings):
     conflate: bool = Field(
         default=False, description="send only the newest of several undelivered versions of a posting"
     )
+    listing_poll_interval_s: float = Field(
+        default=60.0, gt=0, description="how often the board's status of a job not yet live is read back"
+    )
+    live_check_interval_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="how often a live job's status is read back: a job the board closes on its own shows "
+        "within this",
+    )
+    renew_ahead_s: float = Field(
+        default=7 * 86_400.0,
+        gt=0,
+        description="a job the board ends after a lifetime (LinkedIn) is renewed this long before its end",
+    )
     circuit: CircuitSettings = Field(default_factory=CircuitSettings)
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
     session_timeout_ms: int = Field(
@@ -64,6 +79,18 @@ class ConsumerSettings(Settings):
     retry: RetrySettings = Field(default_factory=RetrySettings)
     linkedin: LinkedInSettings = Field(default_factory=LinkedInSettings)
     indeed: IndeedSettings = Field(default_factory=IndeedSettings)
+
+    def job_terms(self) -> JobTerms:
+        """How this destination's jobs are kept (`consumers.job_rules`)."""
+        linkedin = self.destination == Destination.LINKEDIN
+        return JobTerms(
+            restates=linkedin,
+            lifetime_ms=round(self.linkedin.job_lifetime_s * 1000) if linkedin else None,
+            renewal_ms=round(self.linkedin.renewal_s * 1000) if linkedin else None,
+            renew_ahead_ms=round(self.renew_ahead_s * 1000),
+            check_received_ms=round(self.listing_poll_interval_s * 1000),
+            check_live_ms=round(self.live_check_interval_s * 1000),
+        )
 
     @property
     def component(self) -> Component:

@@ -63,8 +63,8 @@ class BoardIntake:
         self._share(self.owned | {partition})
         started = time.monotonic()
         loop = asyncio.get_running_loop()
-        store, letters = await loop.run_in_executor(self.restorer, self.states.restore, partition)
-        self.states.opened(partition, store, letters)  # no await between: a revocation cancels before
+        store, letters, jobs = await loop.run_in_executor(self.restorer, self.states.restore, partition)
+        self.states.opened(partition, store, letters, jobs)  # no await between: a revocation cancels before
         elapsed = time.monotonic() - started
         log.info("%s partition %d restored in %.1f s: reading its records", self.name, partition, elapsed)
 

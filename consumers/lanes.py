@@ -28,6 +28,7 @@ from consumers.attempts import Attempts
 from consumers.clock import Clock, SystemClock
 from consumers.destination.ticket import Ticket
 from consumers.items import Item
+from consumers.job_rules import JobTerms
 from consumers.outcomes import DeliveryStates, Outcomes
 from consumers.retry import RetryPolicy
 from consumers.rules import News, Step, next_step, superseded_by
@@ -76,8 +77,10 @@ class LaneScheduler:
         *,
         clock: Clock | None = None,
         conflate: bool = False,
+        terms: JobTerms | None = None,
     ) -> None:
         self.destination = destination
+        self.terms = terms or JobTerms()
         self.outcomes = outcomes
         self.attempts = attempts
         self.states = states
@@ -150,7 +153,7 @@ class LaneScheduler:
     async def _deliver(self, item: Item, lane: _Lane) -> None:
         """One version's way: the rules say where it starts and what each piece of news of
         its attempts makes of it; each step is written down before the next is taken."""
-        if item.update is None:
+        if item.update is None and item.news is None:
             return  # a tombstone: the DELETED version before it is what we act on
         step: Step | None = None
         news: News | None = None
@@ -158,12 +161,21 @@ class LaneScheduler:
             before = self.states.get(item.posting_id)
             now = self.clock.now_ms()
             step = next_step(
-                self.destination, item, before, lane.later(), self.policy, now, step=step, news=news
+                self.destination,
+                item,
+                before,
+                lane.later(),
+                self.policy,
+                now,
+                terms=self.terms,
+                step=step,
+                news=news,
             )
             await self.outcomes.write(item, step)
             if not step.go:
                 return
-            news = await self.attempts.next(item, lane, step.progress)
+            assert step.action is not None
+            news = await self.attempts.next(step.action, lane, step.progress)
 
 
 def _stop(lane: _Lane) -> None:

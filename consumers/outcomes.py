@@ -1,8 +1,9 @@
 """What a version came to, written down at each step of its way (`rules.Step`): the posting's
-DeliveryState, an event on its timeline, a dead letter, the deliveries counter. Where it is
-written is the board's `DeliveryLog` (Kafka: `consumers.delivery_log`; a fake in the unit
-tests), which answers once Kafka acknowledged the write, so a version is finished only once
-what it came to is kept.
+DeliveryState, an event on its timeline, a dead letter, the deliveries counter, and a change
+of the job at the board as an event for its employer (`listing_change`). Where it is written
+is the board's `DeliveryLog` (Kafka: `consumers.delivery_log`; a fake in the unit tests),
+which answers once Kafka acknowledged the write, so a version is finished only once what it
+came to is kept.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from prometheus_client import Counter
 
 from consumers.clock import Clock
 from consumers.items import Item
+from consumers.listing_changes import ListingChange, listing_changes
 from consumers.rules import Step
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination
@@ -35,6 +37,9 @@ class DeliveryLog(Protocol):
 
     def event(self, item: Item, event: DeliveryEvent) -> None:
         """Publish what an attempt came to (the posting's timeline), without waiting."""
+
+    def listing_change(self, item: Item, change: ListingChange) -> None:
+        """Publish a change of the job at the board for its employer, without waiting."""
 
 
 class DeliveryStates(Protocol):
@@ -66,6 +71,8 @@ class Outcomes:
         if state is None:
             return
         await self.log.record(item, state)
+        for change in listing_changes(self.destination, item, step, self.clock.now_ms()):
+            self.log.listing_change(item, change)
         if state.status == DeliveryStatus.RETRYING and state.next_attempt_at is not None:
             wait = (state.next_attempt_at - self.clock.now_ms()) / 1000
             context = {

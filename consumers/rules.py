@@ -1,7 +1,11 @@
-"""The lane's rules, pure: a version's way as steps (`next_step`: where it starts, and what
-each piece of news from its attempts makes of it), which record is work already done, which
-a later one supersedes, when a redrive request is answered without calling the board, and
-what a version's progress (`Progress`) makes of the posting's `DeliveryState`.
+"""The lane's rules, pure: a version's way as steps (`next_step`: where it starts, what it
+asks of the board, and what each piece of news from its attempts makes of it), which record
+is work already done, which a later one supersedes, when a redrive request is answered
+without calling the board, and what a version's progress (`Progress`) makes of the posting's
+`DeliveryState`. What is asked of the board, and what the board's answers make of the job it
+holds, are `consumers.job_rules`; news of the job learned otherwise (its status read back,
+its expiry, its renewal) takes its own way here too (`_news_step`), so the lane stays the
+only writer of the posting's state.
 
 Every rule reads the posting's DeliveryState as `jobpost.deliveries` has it (the lane's own
 writes), never a view that may be behind, so a redrive can never lower what the lane
@@ -14,21 +18,46 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from consumers.boards.base import Delivered, ElementOutcome, Rejected, Unsure
-from consumers.items import Item
+from consumers.boards.base import (
+    Delivered,
+    ElementOutcome,
+    JobAction,
+    JobExists,
+    NoJob,
+    Operation,
+    Rejected,
+    Unsure,
+)
+from consumers.items import Item, NewsKind
+from consumers.job_rules import (
+    JobTerms,
+    action_for,
+    answered,
+    changed,
+    job_of,
+    listed,
+    maybe_held,
+    submitted,
+)
 from consumers.retry import RetryPolicy
 from schemas.deliveries import OUTCOME_OF_STATUS, delivery_event, delivery_state
 from schemas.enums import DeliveryOutcome, Op
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.model import BoardJob, DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+
+# A CREATE the board says it holds, then an UPDATE it says it does not (or the other way
+# round): after this many such turns in one version's way, the board is not making sense.
+MOST_SWITCHES = 3
 
 
 @dataclass(frozen=True)
 class Superseded:
-    """News: a record queued behind the version made it pointless; it was not sent (or was
-    taken back unsent)."""
+    """News: a record queued behind the version made it pointless; it was not sent again
+    (or was taken back unsent). `sent`: an earlier attempt of it reached the board, or may
+    have (a call whose answer was lost)."""
 
     why: str
+    sent: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,10 +89,11 @@ News = Superseded | Held | Accepted | Answered
 
 @dataclass(frozen=True)
 class Step:
-    """What the lane does next with a version (`go`: attempt it, or wait for its task), and
-    what is written of it: the deliveries counter's outcome, a dead letter's error, the
-    events of the posting's timeline, its new state. Nothing written and `go`: a version
-    taken up (or resumed) as it stands."""
+    """What the lane does next with a version (`go`: attempt `action`, or wait for its
+    task), and what is written of it: the deliveries counter's outcome, a dead letter's
+    error, the events of the posting's timeline, its new state, and the job's new status
+    when it changed (`listing`: an event for the employer). Nothing written and `go`: a
+    version taken up (or resumed) as it stands."""
 
     go: bool
     progress: Progress
@@ -71,6 +101,8 @@ class Step:
     letter: str | None = None
     events: tuple[DeliveryEvent, ...] = ()
     state: DeliveryState | None = None
+    action: JobAction | None = None
+    listing: BoardJob | None = None
 
 
 def next_step(
@@ -81,29 +113,64 @@ def next_step(
     policy: RetryPolicy,
     now: int,
     *,
+    terms: JobTerms | None = None,
     step: Step | None = None,
     news: News | None = None,
 ) -> Step:
     """The version's next step: where it starts (no `step` yet) or what `news` of its last
     step makes of it. A redrive gets a fresh budget; a version a restarted consumer finds on
     its way resumes its attempts (`Progress.resume`: a task is polled, never submitted
-    again); an element's `Unsure` is retried per `policy` until the budget is spent."""
+    again); an element's `Unsure` is retried per `policy` until the budget is spent. What is
+    asked of the board follows from what it holds (`job_rules.action_for`)."""
+    terms = terms or JobTerms()
+    if item.news is not None:
+        return _news_step(destination, item, before, policy, now, terms, step, news)
     before = before or DeliveryState(destination, item.posting_id, DeliveryStatus.PENDING)
+    job = job_of(before)
     status: DeliveryStatus | None = None
     error: str | None = None
     clock: int | None = None
+    action = step.action if step is not None else None
+    after = job
     if step is None or news is None:
         go, progress, counted, skipped = _taken_up(item, before, later, now)
+        if go:
+            action = action_for(destination, item, job, terms)
+            if action is None:
+                return _nothing_to_ask(destination, item, before, progress, now)
     elif isinstance(news, Superseded):
         go, progress, counted, skipped = False, step.progress, "superseded", news.why
+        if news.sent and action is not None:
+            after = maybe_held(job, action)
     else:
         progress, skipped = step.progress, None
-        status, error, clock = _status_after(item, news, progress, policy, now)
+        assert action is not None
+        outcome = news.outcome if isinstance(news, Answered) else None
+        if isinstance(outcome, JobExists | NoJob):
+            after = answered(job, action, outcome, now, terms, expiring=False)
+            progress.switches += 1
+            switched = action_for(destination, item, after, terms)
+            if progress.switches <= MOST_SWITCHES and switched is not None:
+                action = switched
+                # Not the posting's failure: the attempt is not counted, its wait not charged.
+                progress.attempts = max(0, progress.attempts - 1)
+                progress.next_attempt_at = now
+                status, error, clock = DeliveryStatus.RETRYING, _carried_on(destination, outcome, action), now
+            else:
+                why = f"{destination} answers that the job both exists and does not: {outcome.reason}"
+                news = Answered(Rejected(why))
+        if status is None:
+            status, error, clock = _status_after(action, news, progress, policy, now)
+            after = _job_after(job, action, news, now, terms)
+            if status == DeliveryStatus.FAILED and isinstance(outcome, Unsure):
+                after = maybe_held(after, action)  # its CREATE may have reached the board
         go = status in (DeliveryStatus.PAUSED, DeliveryStatus.SUBMITTED, DeliveryStatus.RETRYING)
         counted = _COUNTED.get(status)
         if status == DeliveryStatus.RETRYING:
             progress = replace(progress, next_attempt_at=clock)
     state = None
+    if status is None and after != job:
+        state = replace(before, job=after, updated_at=now)
     if status is not None:
         paused_reason = news.reason if isinstance(news, Held) else None
         state = next_state(
@@ -116,6 +183,7 @@ def next_step(
             error=error,
             paused_reason=paused_reason,
             next_attempt_at=clock,
+            job=after,
         )
     events = []
     if skipped is not None:
@@ -147,7 +215,98 @@ def next_step(
             )
         )
     letter = error if status == DeliveryStatus.FAILED else None
-    return Step(go, progress, counted, letter, tuple(events), state)
+    listing = after if state is not None and changed(job, after) else None
+    return Step(go, progress, counted, letter, tuple(events), state, action, listing)
+
+
+def _carried_on(destination: Destination, outcome: JobExists | NoJob, action: JobAction | None) -> str:
+    operation = action.operation if action is not None else "nothing"
+    if isinstance(outcome, JobExists):
+        return f"{destination} holds the job already ({outcome.job_id}): the version goes as an {operation}"
+    return f"{destination} holds no such job: the version goes as a {operation}"
+
+
+def _job_after(
+    job: BoardJob, action: JobAction, news: Held | Accepted | Answered, now: int, terms: JobTerms
+) -> BoardJob:
+    if isinstance(news, Accepted):
+        return submitted(job, action, now)
+    if isinstance(news, Answered):
+        return answered(job, action, news.outcome, now, terms, expiring=False)
+    return job
+
+
+def _nothing_to_ask(
+    destination: Destination, item: Item, before: DeliveryState, progress: Progress, now: int
+) -> Step:
+    """A version that needs no call: a delete, or one whose boards leave this board out, of a
+    posting the board holds nothing open for. Done: a delete is closed, the other
+    delivered (the board never hears of it, as the timeline says)."""
+    update = item.update
+    assert update is not None
+    closing = update.op == Op.DELETED
+    status = DeliveryStatus.CLOSED if closing else DeliveryStatus.DELIVERED
+    state = next_state(destination, item, before, status, progress, now=now, job=job_of(before))
+    outcome, why = DeliveryOutcome.CLOSED, None
+    if not closing:
+        outcome, why = DeliveryOutcome.SKIPPED, f"not sent: the posting's boards leave {destination} out"
+    event = delivery_event(
+        destination, item.posting_id, item.version, outcome, 0, error=why, at=now, request_id=item.request_id
+    )
+    return Step(False, progress, _COUNTED[status], None, (event,), state)
+
+
+def _news_step(
+    destination: Destination,
+    item: Item,
+    before: DeliveryState | None,
+    policy: RetryPolicy,
+    now: int,
+    terms: JobTerms,
+    step: Step | None,
+    news: News | None,
+) -> Step:
+    """News of the posting's job: its status read back (written when it changed), or its
+    expiry or renewal, asked of the board and retried like a version (nothing dead-lettered:
+    no version is refused; given up after the budget, to be due again)."""
+    assert item.news is not None
+    if before is None:
+        return Step(False, Progress())  # nothing known of the posting here
+    job = job_of(before)
+    if item.news.kind == NewsKind.STATUS:
+        assert item.news.listing is not None
+        after = listed(job, item.news.listing, now, terms)
+        if after == job:
+            return Step(False, Progress())
+        state = replace(before, job=after, updated_at=now)
+        return Step(False, Progress(), state=state, listing=after if changed(job, after) else None)
+    if step is None or news is None:
+        action = action_for(destination, item, job, terms)
+        return Step(action is not None, Progress(), action=action)
+    progress, action = step.progress, step.action
+    assert action is not None
+    if isinstance(news, Superseded):
+        return Step(False, progress)  # a delete queued behind closes it
+    if isinstance(news, Held | Accepted):
+        return Step(True, progress, action=action)
+    outcome = news.outcome
+    if isinstance(outcome, Unsure):
+        wait = policy.next_wait(progress.attempts, progress.charged_s(now), outcome.retry_after_s)
+        if wait is None:
+            return Step(False, progress)
+        progress.next_attempt_at = now + int(wait * 1000)
+        return Step(True, progress, action=action)
+    expiring = item.news.kind == NewsKind.EXPIRE
+    after = answered(job, action, outcome, now, terms, expiring=expiring)
+    closed = action.operation == Operation.CLOSE and isinstance(outcome, Delivered)
+    state = replace(
+        before,
+        job=after,
+        status=DeliveryStatus.CLOSED if closed else before.status,
+        last_error=outcome.reason if isinstance(outcome, Rejected) else before.last_error,
+        updated_at=now,
+    )
+    return Step(False, progress, state=state, listing=after if changed(job, after) else None)
 
 
 _COUNTED = {
@@ -173,7 +332,7 @@ def _taken_up(
 
 
 def _status_after(
-    item: Item, news: Held | Accepted | Answered, progress: Progress, policy: RetryPolicy, now: int
+    action: JobAction, news: Held | Accepted | Answered, progress: Progress, policy: RetryPolicy, now: int
 ) -> tuple[DeliveryStatus, str | None, int | None]:
     """The posting's status after the news, its error, and the clock of what comes next."""
     if isinstance(news, Held):
@@ -182,7 +341,8 @@ def _status_after(
         return DeliveryStatus.SUBMITTED, None, news.deadline
     outcome = news.outcome
     if isinstance(outcome, Delivered):
-        return (DeliveryStatus.CLOSED if item.deletes else DeliveryStatus.DELIVERED), None, None
+        closed = action.operation == Operation.CLOSE
+        return (DeliveryStatus.CLOSED if closed else DeliveryStatus.DELIVERED), None, None
     if isinstance(outcome, Rejected):
         return DeliveryStatus.FAILED, outcome.reason, None
     assert isinstance(outcome, Unsure)
@@ -251,6 +411,8 @@ class Progress:
     uncharged_ms: int = 0  # waited for the board as a whole: not charged to the budget
     task_id: str | None = None
     submitted_at: int | None = None
+    switches: int = 0  # times the board said the job exists, or does not, in this way
+    redrive_told: bool = False  # a redrive's event for the employer is out
 
     @classmethod
     def resume(cls, state: DeliveryState, version: int, now: int) -> Progress:
@@ -295,8 +457,10 @@ def next_state(
     error: str | None = None,
     paused_reason: str | None = None,
     next_attempt_at: int | None = None,
+    job: BoardJob | None = None,
 ) -> DeliveryState:
-    """The posting's DeliveryState once `item` came to `status`. A version delivered (or
+    """The posting's DeliveryState once `item` came to `status` (`job`: what the board
+    holds now; None keeps what the state had). A version delivered (or
     closed) resolves every dead letter at or below it, and `delivered_version` never
     decreases; a dead letter is remembered until a version resolves it. Every state that
     waits has a clock in `next_attempt_at`: retrying, the next attempt (`progress`);
@@ -332,6 +496,7 @@ def next_state(
         paused_reason=paused_reason if status == DeliveryStatus.PAUSED else None,
         finished_version=finished,
         unresolved_letters=letters,
+        job=job if job is not None else previous.job,
     )
     return replace(state, updated_at=now)
 

@@ -2,7 +2,8 @@
 the intake (`consumers.intake`) to their postings' lanes (`consumers.lanes`), each version to
 the board through the destination every lane shares (`consumers.destination`), what it came
 to written down (`consumers.outcomes`) in Kafka (`consumers.delivery_log`); the loop commits
-each partition's finished prefix.
+each partition's finished prefix. The job watch (`consumers.job_watch`) follows the jobs the
+board holds open (their status, expiry, renewal) and tells the lanes what it learns.
 
 The runner starts and stops those parts, and every commit interval publishes how old the
 oldest unfinished record and the oldest unresolved dead letter are, and the watchdog.
@@ -25,6 +26,7 @@ from consumers.delivery_log import KafkaDeliveryLog
 from consumers.destination.metrics import STRANDED
 from consumers.destination.shared import SharedDestination
 from consumers.intake import BoardIntake
+from consumers.job_watch import JobWatch
 from consumers.lanes import LaneScheduler
 from consumers.letter_check import LetterReader
 from consumers.outcomes import Outcomes
@@ -69,6 +71,7 @@ class DeliveryRunner:
             settings.kafka.partitions,
         )
         clock = clock or SystemClock()
+        terms = settings.job_terms()
         self.lanes = LaneScheduler(
             self.name,
             Outcomes(
@@ -81,7 +84,10 @@ class DeliveryRunner:
             policy or RetryPolicy(settings.retry),
             clock=clock,
             conflate=settings.conflate,
+            terms=terms,
         )
+        self.jobs = JobWatch(destination, self.lanes, self.states, terms, clock)
+        self.states.watch = self.jobs
         self.restorer = ThreadPoolExecutor(1, thread_name_prefix="restore")
         self.loop: ConsumeLoop | None = None
         self._stop = asyncio.Event()
@@ -112,10 +118,12 @@ class DeliveryRunner:
             loop.stop()
         self.destination.start()
         watch = asyncio.create_task(self._watch(loop))
+        jobs = asyncio.create_task(self.jobs.run())
         try:
             await loop.run()
         finally:
             watch.cancel()
+            jobs.cancel()
             self.lanes.close()
             await self.destination.close()
             await asyncio.to_thread(self.restorer.submit(self.states.close).result)

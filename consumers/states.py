@@ -4,12 +4,15 @@ written since its checkpoint and memory does not grow with the number of posting
 
 A store holds, by posting id, the raw DeliveryState bytes of this destination's records
 (key `{destination}/{posting_id}`; the other destination's records share the partition and
-are ignored), and a small index of the postings with dead letters not yet resolved (key
-prefix `UNRESOLVED`, the oldest letter's time), so the age of the oldest unresolved letter
-is known without reading a dead-letter topic. A posting's state is looked up in the store of
-`partition_for(posting_id)`, the partition the sequencer writes its versions to. The
-store's checkpoint, the next offset of the partition still to read, is a claim: every
-record of this destination below it is reflected in the store. Two writers keep it:
+are ignored), a small index of the postings with dead letters not yet resolved (key prefix
+`UNRESOLVED`, the oldest letter's time), so the age of the oldest unresolved letter is known
+without reading a dead-letter topic, and one of the postings whose job the board holds open
+(key prefix `OPEN_JOBS`), which the job watch (`consumers.job_watch`) follows: their status
+read back, their expiry, their renewal. Every state kept is told to the `watch`. A
+posting's state is looked up in the store of `partition_for(posting_id)`, the partition the
+sequencer writes its versions to. The store's checkpoint, the next offset of the partition
+still to read, is a claim: every record of this destination below it is reflected in the
+store. Two writers keep it:
 
 - `restore` (on assignment, on a worker thread: a long restore never stops the lanes)
   folds the partition from the checkpoint to its end; the store serves `get` only once
@@ -31,24 +34,44 @@ record of this destination below it is reflected in the store. Two writers keep 
 Where the claim can fail: a member that lost its partitions without knowing it (a zombie).
 The consume loop flushes the producer before giving a partition up, so an orderly hand-over
 loses nothing; otherwise the store misses that one state until it is next rebuilt. A
-missed state makes a version look undelivered (it is delivered again, and the boards
-deduplicate by idempotency key) or a retry budget start over.
+missed state makes a version look undelivered (it is delivered again: what the board holds
+decides what is sent, and a repeat meets the board's identity of the job) or a retry budget
+start over.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Protocol
 
 from confluent_kafka import Message
 
 from runtime import records
 from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
-from schemas.model import DeliveryState, Destination
+from schemas.enums import JobHeld
+from schemas.model import BoardJob, DeliveryState, Destination
 from schemas.partitioning import partition_for
 
 UNRESOLVED = b"\x00unresolved/"  # no posting id starts with a NUL byte
+OPEN_JOBS = b"\x00open/"
 _MILLIS = struct.Struct(">q")
+
+
+class Watch(Protocol):
+    """Who follows the jobs the board holds open (`consumers.job_watch.JobWatch`)."""
+
+    def track(self, partition: int, posting_id: str, job: BoardJob | None) -> None: ...
+
+    def forget(self, partitions: set[int]) -> None: ...
+
+
+class _Unwatched:
+    def track(self, partition: int, posting_id: str, job: BoardJob | None) -> None:
+        pass
+
+    def forget(self, partitions: set[int]) -> None:
+        pass
 
 
 class StoredStates:
@@ -62,6 +85,7 @@ class StoredStates:
         self.reader = f"{destination.value}-restore"  # label of the poison records it skips
         self.ready: dict[int, PartitionStore] = {}  # the event loop's: restored and serving
         self.letters: dict[int, dict[str, int]] = {}  # posting -> its oldest unresolved letter (ms)
+        self.watch: Watch = _Unwatched()
 
     def get(self, posting_id: str, /) -> DeliveryState | None:
         """The posting's state, None when none was recorded or its partition is not ours."""
@@ -77,30 +101,38 @@ class StoredStates:
             return  # the partition is gone (its next owner restores it), or restored past it
         oldest = _oldest_letter(state)
         store.write(
-            [(state.posting_id.encode(), raw), _index(state.posting_id, oldest)], checkpoint=offset + 1
+            [(state.posting_id.encode(), raw), _index(state.posting_id, oldest), _open(state)],
+            checkpoint=offset + 1,
         )
         letters = self.letters.setdefault(partition, {})
         if oldest is None:
             letters.pop(state.posting_id, None)
         else:
             letters[state.posting_id] = oldest
+        self.watch.track(partition, state.posting_id, state.job)
 
-    def restore(self, partition: int) -> tuple[PartitionStore, dict[str, int]]:
+    def restore(self, partition: int) -> tuple[PartitionStore, dict[str, int], dict[str, BoardJob]]:
         """Bring the partition's store up to the end of the log (blocking: a worker thread's
-        job) and read its index of unresolved letters. It serves nothing until `opened`."""
+        job) and read its indexes: unresolved letters, open jobs. It serves nothing until
+        `opened`."""
         store = self.stores.restore(partition, self._fold)
-        return store, unresolved_in(store)
+        return store, unresolved_in(store), open_jobs_in(store)
 
-    def opened(self, partition: int, store: PartitionStore, letters: dict[str, int]) -> None:
-        """A restored store starts serving (on the event loop)."""
+    def opened(
+        self, partition: int, store: PartitionStore, letters: dict[str, int], jobs: dict[str, BoardJob]
+    ) -> None:
+        """A restored store starts serving (on the event loop), its open jobs followed."""
         self.ready[partition] = store
         self.letters[partition] = letters
+        for posting_id, job in jobs.items():
+            self.watch.track(partition, posting_id, job)
 
     def give_up(self, partitions: set[int]) -> None:
         """Stop serving the partitions (on the event loop); `close` them afterwards."""
         for partition in partitions:
             self.ready.pop(partition, None)
             self.letters.pop(partition, None)
+        self.watch.forget(partitions)
 
     def close(self, partitions: set[int] | None = None) -> None:
         """Close the stores (on the thread that restores them, or once it is idle)."""
@@ -121,8 +153,16 @@ class StoredStates:
         if destination != self.destination:
             return []
         if state is None:
-            return [(posting_id.encode(), None), _index(posting_id, None)]
-        return [(posting_id.encode(), message.value()), _index(posting_id, _oldest_letter(state))]
+            return [
+                (posting_id.encode(), None),
+                _index(posting_id, None),
+                (OPEN_JOBS + posting_id.encode(), None),
+            ]
+        return [
+            (posting_id.encode(), message.value()),
+            _index(posting_id, _oldest_letter(state)),
+            _open(state),
+        ]
 
 
 def unresolved_in(store: PartitionStore) -> dict[str, int]:
@@ -130,6 +170,23 @@ def unresolved_in(store: PartitionStore) -> dict[str, int]:
     return {
         key[len(UNRESOLVED) :].decode(): _MILLIS.unpack(value)[0] for key, value in store.items(UNRESOLVED)
     }
+
+
+def open_jobs_in(store: PartitionStore) -> dict[str, BoardJob]:
+    """The store's open jobs, each as its state has it."""
+    found: dict[str, BoardJob] = {}
+    for key, _ in store.items(OPEN_JOBS):
+        posting_id = key[len(OPEN_JOBS) :]
+        raw = store.get(posting_id)
+        state = codec.delivery_states().decode(raw) if raw is not None else None
+        if state is not None and state.job is not None:
+            found[posting_id.decode()] = state.job
+    return found
+
+
+def _open(state: DeliveryState) -> Put:
+    key = OPEN_JOBS + state.posting_id.encode()
+    return (key, b"" if state.job is not None and state.job.held == JobHeld.OPEN else None)
 
 
 def _oldest_letter(state: DeliveryState) -> int | None:

@@ -22,12 +22,17 @@ registry: the employer `default` only.
 from __future__ import annotations
 
 import json
+import logging
+import os
+import time
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.enums import Destination
+
+log = logging.getLogger(__name__)
 
 
 class LinkedInIdentity(BaseModel):
@@ -104,3 +109,69 @@ SANDBOX_REGISTRY = EmployerRegistry(
         )
     }
 )
+
+
+class Employers(Protocol):
+    """Where a board consumer finds the registry as it is now."""
+
+    def current(self) -> EmployerRegistry: ...
+
+
+class FixedEmployers:
+    """A registry that does not change (tests, the sandbox's)."""
+
+    def __init__(self, registry: EmployerRegistry) -> None:
+        self.registry = registry
+
+    def current(self) -> EmployerRegistry:
+        return self.registry
+
+
+class EmployersFile:
+    """The registry in a file, read again when the file changes (its size or modification
+    time; looked at once a second at most), so an operator who adds an employer's identity at
+    a board need not restart anything: the next version, or a redrive of a letter, uses it. A
+    file that no longer reads (half written, invalid) keeps the registry read before, and is
+    logged; one that cannot be read at start stops the process (`EmployerRegistry.load`)."""
+
+    CHECK_EVERY_S = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen = self._stamp()
+        self.registry = EmployerRegistry.load(path)
+        self._checked = time.monotonic()
+
+    def current(self) -> EmployerRegistry:
+        now = time.monotonic()
+        if now - self._checked >= self.CHECK_EVERY_S:
+            self._checked = now
+            stamp = self._stamp()
+            if stamp != self._seen:
+                self._seen = stamp
+                try:
+                    self.registry = EmployerRegistry.load(self.path)
+                    log.info(
+                        "employer registry %s read again: %d employers",
+                        self.path,
+                        len(self.registry.employers),
+                    )
+                except ValueError as exc:
+                    log.error(
+                        "employer registry %s changed but does not read; the previous one stays: %s",
+                        self.path,
+                        exc,
+                    )
+        return self.registry
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size)
+
+
+def employers_at(path: Path | None) -> Employers:
+    """The registry a board consumer reads: the file at `path`, watched, or the sandbox's."""
+    return FixedEmployers(SANDBOX_REGISTRY) if path is None else EmployersFile(path)

@@ -200,7 +200,8 @@ class PostingService:
     def deliveries(self, caller: Caller, posting_id: str) -> tuple[PostingView, list[Progress]]:
         """The posting's newest version and its progress at every destination."""
         view = self._found(caller, posting_id)
-        return view, progress(self.deliveries_view.get(posting_id), view.version)
+        boards = view.posting.boards if view.posting is not None else None
+        return view, progress(self.deliveries_view.get(posting_id), view.version, boards)
 
     def timeline(self, caller: Caller, posting_id: str) -> Timeline:
         """The posting's versions and what each came to at every destination."""

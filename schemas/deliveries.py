@@ -8,7 +8,7 @@ import time
 
 from schemas.enums import DeliveryOutcome
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.model import BoardJob, DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
 
 
 def delivery_state(
@@ -29,6 +29,7 @@ def delivery_state(
     paused_reason: str | None = None,
     finished_version: int | None = None,
     unresolved_letters: tuple[UnresolvedLetter, ...] = (),
+    job: BoardJob | None = None,
 ) -> DeliveryState:
     """The posting's progress at the destination, as of now."""
     return DeliveryState(
@@ -49,6 +50,7 @@ def delivery_state(
         paused_reason=paused_reason,
         finished_version=finished_version,
         unresolved_letters=unresolved_letters,
+        job=job,
     )
 
 

@@ -51,6 +51,30 @@ class DeliveryStatus(StrEnum):
     PAUSED = "PAUSED"
 
 
+class JobHeld(StrEnum):
+    """What a board holds for a posting, as far as its consumer knows (Avro `JobHeld`): no job
+    yet (the next content is a CREATE), an open job (UPDATE, RENEW, CLOSE), a closed one."""
+
+    NONE = "NONE"
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
+
+
+class ListingStatus(StrEnum):
+    """A job's status at its board, in the board's terms (Avro `ListingStatus`): submitted (a
+    CREATE the board has yet to process), received (accepted, not listed yet), live (listed),
+    closed (by us), closed by the board (with its reason), expired (at the posting's expiry,
+    or the board's lifetime lapsed), rejected (the board refused to list it)."""
+
+    SUBMITTED = "SUBMITTED"
+    RECEIVED = "RECEIVED"
+    LIVE = "LIVE"
+    CLOSED = "CLOSED"
+    CLOSED_BY_BOARD = "CLOSED_BY_BOARD"
+    EXPIRED = "EXPIRED"
+    REJECTED = "REJECTED"
+
+
 class DeliveryOutcome(StrEnum):
     """What one attempt at one destination came to (Avro `DeliveryOutcome` of
     `jobpost.delivery-events`): CLOSED is a DELETED version delivered; SKIPPED a version a
@@ -130,3 +154,5 @@ _DESCRIPTION_FORMATS = _by_symbol(DescriptionFormat)
 _WORKPLACES = _by_symbol(Workplace)
 _EMPLOYMENT_TYPES = _by_symbol(EmploymentType)
 _SALARY_PERIODS = _by_symbol(SalaryPeriod)
+_JOB_HELD = _by_symbol(JobHeld)
+_LISTING_STATUSES = _by_symbol(ListingStatus)

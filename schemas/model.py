@@ -18,6 +18,8 @@ from schemas.enums import (
     _DESCRIPTION_FORMATS,
     _DESTINATIONS,
     _EMPLOYMENT_TYPES,
+    _JOB_HELD,
+    _LISTING_STATUSES,
     _OPS,
     _OUTCOMES,
     _SALARY_PERIODS,
@@ -28,6 +30,8 @@ from schemas.enums import (
     DescriptionFormat,
     Destination,
     EmploymentType,
+    JobHeld,
+    ListingStatus,
     Op,
     Outcome,
     SalaryPeriod,
@@ -287,6 +291,62 @@ class UnresolvedLetter:
 
 
 @dataclass(frozen=True, slots=True)
+class BoardJob:
+    """The job a board holds for a posting, as far as its consumer knows (Avro `BoardJob`):
+    whether it holds one, the board's id and page for it, its status in the board's terms,
+    its first listing date, when the board ends it unless renewed, when the posting expires,
+    when its status is read back next, and (for a board whose RENEW and CLOSE restate the
+    job: LinkedIn) the encoded `PostingUpdate` whose content it holds."""
+
+    held: JobHeld = JobHeld.NONE
+    job_id: str | None = None
+    url: str | None = None
+    employer: str | None = None
+    status: ListingStatus | None = None
+    reason: str | None = None
+    since: int | None = None
+    listed_at: int | None = None
+    lifetime_ends_at: int | None = None
+    expires_at: int | None = None
+    next_check_at: int | None = None
+    content: bytes | None = None
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "held": self.held,
+            "job_id": self.job_id,
+            "url": self.url,
+            "employer": self.employer,
+            "status": self.status,
+            "reason": self.reason,
+            "since": self.since,
+            "listed_at": self.listed_at,
+            "lifetime_ends_at": self.lifetime_ends_at,
+            "expires_at": self.expires_at,
+            "next_check_at": self.next_check_at,
+            "content": self.content,
+        }
+
+    @classmethod
+    def from_avro(cls, record: dict[str, Any]) -> BoardJob:
+        status = record["status"]
+        return BoardJob(
+            _JOB_HELD[record["held"]],
+            record["job_id"],
+            record["url"],
+            record["employer"],
+            None if status is None else _LISTING_STATUSES[status],
+            record["reason"],
+            record["since"],
+            record["listed_at"],
+            record["lifetime_ends_at"],
+            record["expires_at"],
+            record["next_check_at"],
+            record["content"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class DeliveryState:
     """One posting's progress at one destination: the value of `jobpost.deliveries`."""
 
@@ -307,6 +367,17 @@ class DeliveryState:
     paused_reason: str | None = None
     finished_version: int | None = None  # the newest version delivered, dead-lettered or skipped
     unresolved_letters: tuple[UnresolvedLetter, ...] = ()
+    job: BoardJob | None = None  # v3: what the board holds; None in records before (see `held`)
+
+    @property
+    def held(self) -> JobHeld:
+        """What the board holds, derived for a record from before v3 (which had no `job`): a
+        delivered version not closed is an open job (its id unknown), a closed one closed."""
+        if self.job is not None:
+            return self.job.held
+        if self.status == DeliveryStatus.CLOSED:
+            return JobHeld.CLOSED
+        return JobHeld.NONE if self.delivered_version is None else JobHeld.OPEN
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -330,6 +401,7 @@ class DeliveryState:
                 {"version": u.version, "dead_lettered_at": u.dead_lettered_at}
                 for u in self.unresolved_letters
             ],
+            "job": None if self.job is None else self.job.to_avro(),
         }
 
     @classmethod
@@ -354,4 +426,5 @@ class DeliveryState:
             tuple(
                 UnresolvedLetter(u["version"], u["dead_lettered_at"]) for u in record["unresolved_letters"]
             ),
+            None if record["job"] is None else BoardJob.from_avro(record["job"]),
         )

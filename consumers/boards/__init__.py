@@ -6,9 +6,10 @@ A failure is classified once, here or in the adapter (DESIGN.md, "A destination 
 resource"):
 - nothing reached the board, or it dropped the connection before any answer (connection
   refused or reset, DNS, TLS, a connect timeout): `BoardDown`. Every element an adapter
-  sends is idempotent by content (LinkedIn's UPDATE and CLOSE restate the job; Indeed's
-  create is an upsert), so a call that may have arrived unanswered is safe to send again
-  once the board is back, and no posting pays for the board's outage;
+  sends is safe to repeat by the board's own identity of a job (LinkedIn's UPDATE and CLOSE
+  restate the job and a repeated CREATE fails as a duplicate, which the lane reads as the
+  job existing; Indeed's create is an upsert), so a call that may have arrived unanswered
+  is safe to send again once the board is back, and no posting pays for the board's outage;
 - 401: `TokenRefused` (the destination expires the token and tries once more);
 - 403 for the whole call: `BoardDown`. It says the application's credentials are not
   allowed (LinkedIn: "the application is not authorized", job_posting_v2.yaml), which no
@@ -38,12 +39,12 @@ from consumers.boards.base import (
     BoardDown,
     CallFailed,
     ElementOutcome,
+    JobAction,
     Rejected,
     Throttled,
     TokenRefused,
     Unsure,
 )
-from schemas.model import PostingUpdate
 
 # Failures before any answer began: the board was not reached, or it hung up first.
 _UNREACHED = (
@@ -163,17 +164,18 @@ Element = dict[str, Any]  # one job, as the board's API takes it
 
 
 def prepare(
-    updates: Sequence[PostingUpdate], build: Callable[[PostingUpdate], Element | Rejected]
+    actions: Sequence[JobAction], build: Callable[[JobAction], Element | Rejected | None]
 ) -> tuple[list[ElementOutcome | None], list[tuple[int, Element]]]:
-    """The outcomes known before any call (an update the adapter refuses, never sent) and
-    the elements to send, each with its update's index."""
-    outcomes: list[ElementOutcome | None] = [None] * len(updates)
+    """The outcomes known before any call (an action the adapter refuses, never sent) and
+    the elements to send, each with its action's index (`build` answers None for an action
+    the adapter carries otherwise)."""
+    outcomes: list[ElementOutcome | None] = [None] * len(actions)
     elements: list[tuple[int, Element]] = []
-    for index, update in enumerate(updates):
-        built = build(update)
+    for index, action in enumerate(actions):
+        built = build(action)
         if isinstance(built, Rejected):
             outcomes[index] = built
-        else:
+        elif built is not None:
             elements.append((index, built))
     return outcomes, elements
 
@@ -182,10 +184,3 @@ def settled(outcomes: list[ElementOutcome | None]) -> list[ElementOutcome]:
     """Every update's outcome, in order, once each one has its own."""
     assert all(o is not None for o in outcomes), outcomes
     return [o for o in outcomes if o is not None]
-
-
-def idempotency_keys(updates: Sequence[PostingUpdate]) -> str:
-    """`Idempotency-Key` for a call: one key per element, in element order. Neither board
-    defines per-element idempotency (the real ones ignore the header); the sandbox applies
-    each version once by it."""
-    return ", ".join(update.idempotency_key for update in updates)

@@ -8,8 +8,13 @@ what the board made of it; it classifies every failure once, here: about this el
 budget), or about the board as a whole (`BoardDown`, `Throttled`: the destination's,
 charged to no posting). It knows nothing of retries, budgets, circuits, Kafka or offsets.
 
-An asynchronous board (LinkedIn's tasks) answers `Submitted(task_id)`: the version is live
-only once `confirm` reports the task `SUCCEEDED`; `FAILED` is a rejection of that version.
+What a lane asks of the board is a `JobAction`: CREATE, UPDATE, RENEW or CLOSE of the
+posting's job, chosen by what the board holds (`consumers.job_rules`), never by the version
+number. An asynchronous board (LinkedIn's tasks) answers `Submitted(task_id)`: the version is
+applied only once `confirm` reports the task `SUCCEEDED`; `FAILED` is a refusal of that
+version, unless the board's words say the job exists after all (`JobExists`: a CREATE
+repeated) or does not (`NoJob`: an UPDATE of a job never created), which the lane carries on
+from. The board's own status of a job is read back with `listings`.
 """
 
 from __future__ import annotations
@@ -19,12 +24,43 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from schemas.enums import ListingStatus
 from schemas.model import Destination, PostingUpdate
+
+
+class Operation(StrEnum):
+    """What a board is asked to do with a posting's job (LinkedIn's jobPostingOperationType;
+    Indeed upserts for CREATE and UPDATE and expires for CLOSE)."""
+
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    RENEW = "RENEW"
+    CLOSE = "CLOSE"
+
+
+@dataclass(frozen=True, slots=True)
+class JobAction:
+    """One element of a call: what to do with the posting's job, the content to state (for a
+    CLOSE or RENEW, the content the job holds, where the board wants it restated; None for a
+    close by the job's id alone: Indeed's expiry), the board's id of the job, and the job's
+    first listing date."""
+
+    operation: Operation
+    posting_id: str
+    employer: str
+    update: PostingUpdate | None
+    job_id: str | None = None
+    listed_at: int | None = None  # epoch ms: LinkedIn's listedAt, Indeed's datePublished
 
 
 @dataclass(frozen=True, slots=True)
 class Delivered:
-    """The board applied the version (a synchronous board, or a close it had already)."""
+    """The board applied the action (a synchronous board, or a close it had already:
+    `gone`). `job_id`: the board's id of the job, where its answer names it (Indeed's
+    sourcedPostingId; LinkedIn's job posting URN, from the task)."""
+
+    job_id: str | None = None
+    gone: bool = False  # a close of a job the board no longer holds open: nothing to close
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +73,28 @@ class Submitted:
 @dataclass(frozen=True, slots=True)
 class Rejected:
     """The board refused this element's content (a 4xx about it, Indeed's BAD_USER_INPUT, a
-    LinkedIn task FAILED, an employer the board has no account for): dead-letter it."""
+    LinkedIn task FAILED, an employer the board has no account for): dead-letter it.
+    `job_closed`: the board said why, and it is that the job is closed (LinkedIn updates no
+    closed or expired job)."""
+
+    reason: str
+    job_closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobExists:
+    """The board holds the job already (LinkedIn: a CREATE repeated after its answer was
+    lost, "Trying to create a job with same partnerIdentifier already exists … LinkedIn job
+    id: …"): the same content goes again as an UPDATE."""
+
+    job_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoJob:
+    """The board holds no such job (LinkedIn: "Operation type `UPDATE` is not allowed for a
+    non-existing job"): the same content goes again as a CREATE."""
 
     reason: str
 
@@ -51,7 +108,7 @@ class Unsure:
     retry_after_s: float | None = None
 
 
-ElementOutcome = Delivered | Submitted | Rejected | Unsure
+ElementOutcome = Delivered | Submitted | Rejected | Unsure | JobExists | NoJob
 
 
 class TaskState(StrEnum):
@@ -60,10 +117,44 @@ class TaskState(StrEnum):
     FAILED = "FAILED"
 
 
+class TaskFailure(StrEnum):
+    """What a FAILED task's error says of the job, where the board's words say it."""
+
+    JOB_EXISTS = "JOB_EXISTS"  # a CREATE of a job the board holds
+    NO_JOB = "NO_JOB"  # an UPDATE or RENEW of a job never created
+    JOB_CLOSED = "JOB_CLOSED"  # an UPDATE or RENEW of a closed or expired job
+
+
 @dataclass(frozen=True, slots=True)
 class TaskOutcome:
     state: TaskState
     error: str | None = None  # FAILED: the board's reason, for the dead letter
+    job_id: str | None = (
+        None  # SUCCEEDED: the job's id (LinkedIn's jobPosting URN); JOB_EXISTS: the one named
+    )
+    failure: TaskFailure | None = None  # FAILED: what the error says of the job, if anything
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """A job whose status is read back: the posting, and the board's id where it has one."""
+
+    posting_id: str
+    job_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoardListing:
+    """A job as the board reports it (LinkedIn's job posting status, Indeed's job post
+    status). `status` None: the board has not decided yet (LinkedIn IN_PROGRESS, Indeed
+    PENDING), or said nothing this code knows. `closed_by_board`: not listed any more for a
+    reason of the board's (the lane reads it as rejected for a job that was never live)."""
+
+    status: ListingStatus | None
+    url: str | None = None
+    reason: str | None = None
+    listed_at: int | None = None
+    lifetime_ends_at: int | None = None  # when the board ends the job unless renewed (LinkedIn's expireAt)
 
 
 class BoardDown(Exception):
@@ -96,11 +187,19 @@ class BoardAdapter(Protocol):
     destination: Destination
     max_batch: int  # elements per call at most (LinkedIn: 100; Indeed: a setting)
     confirms: bool  # True: versions are Submitted and confirmed later (LinkedIn's tasks)
+    restates: bool  # True: a CLOSE or RENEW carries the job's whole content (LinkedIn)
+    renews: bool  # True: the board ends a job after a lifetime unless it is renewed (LinkedIn)
+    listings_per_call: int  # jobs whose status one `listings` call reads
 
-    async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
-        """One call carrying `updates` (never two of one posting; a DELETED version closes
-        the posting), one outcome per update in the same order. Raises BoardDown, Throttled,
-        CallFailed or TokenRefused for the call as a whole."""
+    async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
+        """One call carrying `actions` (never two of one posting), one outcome per action in
+        the same order. Raises BoardDown, Throttled, CallFailed or TokenRefused for the call
+        as a whole."""
+        ...
+
+    async def listings(self, jobs: Sequence[JobRef], token: str) -> dict[str, BoardListing]:
+        """What the board says of each job (by posting id); a job the answer leaves out is
+        unknown. Raises as `send` does."""
         ...
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:

@@ -19,45 +19,95 @@ an `errorMessage` (check-job-taskstatus; PROCESSED without an error counts as SU
 with one as FAILED). Task ids are asked for as `ids=<urn>&ids=<urn>` (the documented form),
 at most 50 per GET so the query stays under LinkedIn's 4 KB (check-job-posting-status).
 
-Choices the documentation leaves open: CREATE for version 0, UPDATE for every later one
-(an UPDATE of a job LinkedIn never created fails in its task); `listedAt` is the version's
-`last_update_time_millis` (the record carries no creation time); a posting without a
-location or apply URL takes its employer's (`listing.employers`); a posting's structured
-locations are sent as "City, Region, CC", the first as `location` (the rest are not sent yet).
+What is sent follows from what LinkedIn holds (`consumers.job_rules`), never from the
+version number: CREATE until a CREATE's task succeeded, UPDATE after, CLOSE only for a job it
+holds; RENEW (a full job body, "extend the expiry date of the listed job by 30 days",
+update-renew-jobs) before its lifetime lapses. A CLOSE and a RENEW restate the job's content:
+"a copy of the Create … request with jobPostingOperationType set to CLOSE" (the OpenAPI file).
+LinkedIn reads no `Idempotency-Key`; a repeat is judged by its identity of a job (the partner
+and `externalJobPostingId`): a CREATE repeated after its answer was lost FAILS in its task
+("Trying to create a job with same partnerIdentifier already exists … LinkedIn job id: {n}"),
+read here as `JobExists` (the lane sends the same content as an UPDATE); an UPDATE or RENEW
+of a job never created ("… is not allowed for a non-existing job") as `NoJob` (a CREATE next);
+of a closed one as a refusal that says the job is closed.
+
+The job's status is read back from the job posting status API (`GET {base}{status_path}
+?ids=<externalJobPostingId>&…`, LinkedIn's Java SDK; at most 100 ids a call and a query
+string within 4 KB, check-job-posting-status): LISTED (with `jobPostingUrl`), NOT_LISTED with
+`listingStatusDetail` (closed by the partner, expired, or closed by LinkedIn with its reason),
+IN_PROGRESS.
+
+Mapping the posting (job-posting-api-schema): the first location is `location` ("CITY, STATE,
+COUNTRY", "CITY, COUNTRY", "POSTALCODE, COUNTRYCODE", a remote job's "COUNTRY"), the others
+`alternateLocations` (US ones as "City", others "City, CC"); `workplaceTypes` one of On-site,
+Hybrid, Remote; `employmentStatus` (OTHER is left out: "LinkedIn standardizes to the closest
+matched value"); a salary is `compensation` BASE_SALARY with a range (no `end` for a salary
+"from" its minimum); HTML reduced to LinkedIn's tags ("`<b>, <strong>` `<u>` `<i>` `<br>`
+`<p>` `<ul>` `<li>`. Other HTML tags will be stripped out"); `listedAt` is the job's first
+listing date, kept by the lane. A record from before `locations` sends its free text (or its
+employer's) as it is. Before anything is built, the shared rules (`listing.linkedin_rules`)
+are checked on a CREATE or UPDATE: what they refuse is never sent.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 import aiohttp
 from pydantic import Field
 
-from consumers.boards import Answer, Element, call, excerpt, idempotency_keys, prepare, settled, whole_call
+from consumers.boards import Answer, Element, call, excerpt, prepare, settled, whole_call
 from consumers.boards.base import (
+    BoardListing,
     CallFailed,
     Delivered,
     ElementOutcome,
+    JobAction,
+    JobRef,
+    Operation,
     Rejected,
     Submitted,
+    TaskFailure,
     TaskOutcome,
     TaskState,
     Unsure,
 )
+from consumers.boards.content import completed, html_for, refused
 from consumers.boards.settings import BoardSettings
-from listing import linkedin_rules
-from listing.employers import EmployerRegistry
+from listing import iso, linkedin_rules
+from listing.employers import EmployerRegistry, Employers, FixedEmployers, employers_at
 from runtime.http import retryable_status
-from schemas.model import Destination, Op, Posting, PostingUpdate
+from schemas.enums import EmploymentType, ListingStatus, SalaryPeriod, Workplace
+from schemas.model import Destination, Posting, PostingLocation, Salary
 
 MOST_PER_CALL = 100
 TASK_IDS_PER_CALL = 50
+STATUS_IDS_PER_CALL = 100  # "Maximum limit of 100 jobs are supported per batch request"
+QUERY_MAX_BYTES = 4000  # "the query string is limited to a maximum length of 4KB", with room
+MOST_ALTERNATES = 7
+JOB_URN = "urn:li:jobPosting:"
+# "supported for description and skillsDescription: <b>, <strong> <u> <i> <br> <p> <ul> <li>"
+TAGS = frozenset({"b", "strong", "u", "i", "br", "p", "ul", "li"})
+WORKPLACE_TYPES = {Workplace.ON_SITE: "On-site", Workplace.HYBRID: "Hybrid", Workplace.REMOTE: "Remote"}
+PERIODS = {
+    SalaryPeriod.HOUR: "HOURLY",
+    SalaryPeriod.DAY: "DAILY",
+    SalaryPeriod.WEEK: "WEEKLY",
+    SalaryPeriod.MONTH: "MONTHLY",
+    SalaryPeriod.YEAR: "YEARLY",
+}
 _TASK_STATES = {
     "IN_PROGRESS": TaskState.IN_PROGRESS,
     "SUCCEEDED": TaskState.SUCCEEDED,
     "FAILED": TaskState.FAILED,
 }
+# check-job-taskstatus's words for what a failed task says of the job.
+_DUPLICATE = re.compile(r"same partnerIdentifier already exists.*?LinkedIn job id: *(\d+)", re.S)
+_NOT_EXISTING = "is not allowed for a non-existing job"
+_CLOSED = "is not allowed for a closed job"
 
 
 class LinkedInSettings(BoardSettings):
@@ -67,6 +117,14 @@ class LinkedInSettings(BoardSettings):
     base_url: str = "http://127.0.0.1:8090/linkedin"  # real: https://api.linkedin.com
     """LinkedIn's API (default: the sandbox's; the real one is https://api.linkedin.com)"""
     version: str = Field(default="202604", pattern=r"^\d{6}$", description="LinkedIn-Version, YYYYMM")
+    status_path: str = Field(
+        default="/v2/jobPostingStatus",
+        description="the job posting status API under base_url (the path LinkedIn's SDK uses)",
+    )
+    job_lifetime_s: float = Field(
+        default=180 * 86_400.0, gt=0, description="how long a basic job lives from its listedAt"
+    )
+    renewal_s: float = Field(default=30 * 86_400.0, gt=0, description="what a RENEW adds to a job's life")
 
 
 class LinkedInAdapter:
@@ -75,19 +133,24 @@ class LinkedInAdapter:
     destination = Destination.LINKEDIN
     max_batch = MOST_PER_CALL
     confirms = True
+    restates = True
+    renews = True
+    listings_per_call = STATUS_IDS_PER_CALL
 
     def __init__(
         self,
         client: aiohttp.ClientSession,
         settings: LinkedInSettings,
-        employers: EmployerRegistry | None = None,
+        employers: EmployerRegistry | Employers | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
-        self.employers = employers or EmployerRegistry.load(settings.employers_file)
+        if isinstance(employers, EmployerRegistry):
+            employers = FixedEmployers(employers)
+        self.employers = employers or employers_at(settings.employers_file)
 
-    async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
-        outcomes, sent = prepare(updates, self._element)
+    async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
+        outcomes, sent = prepare(actions, self._element)
         if sent:
             answer = await call(
                 self.client,
@@ -98,15 +161,30 @@ class LinkedInAdapter:
                     **self._headers(token),
                     "X-Restli-Protocol-Version": "2.0.0",
                     "x-restli-method": "batch_create",
-                    "Idempotency-Key": idempotency_keys([updates[i] for i, _ in sent]),
                 },
                 timeout_s=self.settings.timeout_s,
                 json_body={"elements": [element for _, element in sent]},
             )
-            answered = _element_outcomes(answer, [updates[i] for i, _ in sent])
+            answered = _element_outcomes(answer, [actions[i] for i, _ in sent])
             for (index, _), outcome in zip(sent, answered, strict=True):
                 outcomes[index] = outcome
         return settled(outcomes)
+
+    async def listings(self, jobs: Sequence[JobRef], token: str) -> dict[str, BoardListing]:
+        """The job posting status of each job, by its `externalJobPostingId` (the posting id)."""
+        found: dict[str, BoardListing] = {}
+        for chunk in _chunks([job.posting_id for job in jobs], STATUS_IDS_PER_CALL, QUERY_MAX_BYTES):
+            answer = await call(
+                self.client,
+                self.destination,
+                "GET",
+                f"{self.settings.base_url}{self.settings.status_path}",
+                headers=self._headers(token),
+                timeout_s=self.settings.timeout_s,
+                params=[("ids", posting_id) for posting_id in chunk],
+            )
+            found.update(_listings(answer, chunk))
+        return found
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
         found: dict[str, TaskOutcome] = {}
@@ -127,53 +205,117 @@ class LinkedInAdapter:
     def _headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", "LinkedIn-Version": self.settings.version}
 
-    def _element(self, update: PostingUpdate) -> Element | Rejected:
-        employer = self.employers.get(update.employer)
+    def _element(self, action: JobAction) -> Element | Rejected:
+        update, registry = action.update, self.employers.current()
+        employer = registry.get(action.employer)
         if employer is None or employer.linkedin is None:
-            (problem,) = linkedin_rules.employer_problems(update.employer, self.employers)
+            (problem,) = linkedin_rules.employer_problems(action.employer, registry)
             return Rejected(problem.detail)
-        posting = update.posting
-        operation = "CREATE" if update.version == 0 else "UPDATE"
-        if update.op == Op.DELETED:
-            operation = "CLOSE"
+        if update is None:  # never asked of LinkedIn: every action of it restates the job
+            return Rejected(
+                f"a {action.operation} of LinkedIn's job needs the job's content, and none is kept"
+            )
+        posting = completed(update, employer)
+        if action.operation in (Operation.CREATE, Operation.UPDATE):
+            refusal = refused(linkedin_rules.problems(posting, update.employer, registry))
+            if refusal is not None:
+                return refusal
+        location, alternates = _locations(posting)
         element = {
             "integrationContext": employer.linkedin.organization,
-            "companyApplyUrl": posting.apply_url or employer.apply_url,
+            "companyApplyUrl": posting.apply_url,
             "externalJobPostingId": update.posting_id,
-            "jobPostingOperationType": operation,
+            "jobPostingOperationType": action.operation.value,
             "title": posting.title,
-            "description": posting.description,
-            "listedAt": update.last_update_time_millis,
-            "location": _location(posting) or employer.location,
+            "description": html_for(posting, TAGS),
+            "listedAt": action.listed_at if action.listed_at is not None else update.last_update_time_millis,
+            "location": location,
+            "alternateLocations": alternates or None,
+            "workplaceTypes": [WORKPLACE_TYPES[posting.workplace]],
+            "employmentStatus": None
+            if posting.employment_type == EmploymentType.OTHER
+            else posting.employment_type.value,
+            "compensation": None if posting.salary is None else _compensation(posting.salary),
             "listingType": "BASIC",
         }
         return {name: value for name, value in element.items() if value is not None}
 
 
-def _location(posting: Posting) -> str | None:
-    """The posting's first location in one of LinkedIn's formats ("CITY, STATE, COUNTRY",
-    "POSTALCODE, COUNTRYCODE", "COUNTRY"), or a record's free text from before `locations`."""
+def _locations(posting: Posting) -> tuple[str | None, list[str]]:
+    """The first location in one of LinkedIn's formats, and the others as alternate
+    locations (at most seven); a record's free text from before `locations` as it is."""
     if not posting.locations:
-        return posting.location
-    place = posting.locations[0]
-    parts = [place.city, place.region] if place.city else [place.postal_code]
-    return ", ".join([part for part in parts if part] + [place.country])
+        return posting.location, []
+    remote = posting.workplace == Workplace.REMOTE
+    first, *others = posting.locations
+    return _place(first, remote), [_alternate(place, remote) for place in others[:MOST_ALTERNATES]]
 
 
-def _element_outcomes(answer: Answer, updates: Sequence[PostingUpdate]) -> list[ElementOutcome]:
-    refused = whole_call(answer, len(updates))
-    if refused is not None:
-        return refused
+def _place(place: PostingLocation, remote: bool) -> str:
+    """ "CITY, STATE, COUNTRY", "CITY, COUNTRY", "POSTALCODE, COUNTRYCODE"; a remote job's
+    "COUNTRY" when it names no city."""
+    if place.city:
+        return ", ".join(part for part in (place.city, place.region, place.country) if part)
+    if place.postal_code and not remote:
+        return f"{place.postal_code}, {place.country}"
+    return place.country
+
+
+def _alternate(place: PostingLocation, remote: bool) -> str:
+    """ "US entries 'City', non-US 'City, Country/Region'"; otherwise a location's format."""
+    if place.city and place.country == "US":
+        return place.city
+    if place.city:
+        return f"{place.city}, {place.country}"
+    return _place(place, remote)
+
+
+def _compensation(salary: Salary) -> dict[str, Any]:
+    """BASE_SALARY over the salary's period; amounts as "real number strings" in the
+    currency's minor unit's precision."""
+    decimals = iso.minor_units(salary.currency)
+
+    def money(amount: float) -> dict[str, str]:
+        return {"currencyCode": salary.currency, "amount": f"{amount:.{decimals}f}"}
+
+    value: dict[str, Any] = {"range": {"start": money(salary.min)}}
+    if salary.max is not None:
+        value["range"]["end"] = money(salary.max)
+    return {"compensations": [{"type": "BASE_SALARY", "period": PERIODS[salary.period], "value": value}]}
+
+
+def _chunks(ids: list[str], most: int, query_bytes: int) -> list[list[str]]:
+    """`ids` in groups of at most `most` whose query string (`ids=…&ids=…`) stays within
+    `query_bytes`."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for posting_id in ids:
+        cost = len(urlencode([("ids", posting_id)])) + 1
+        if current and (len(current) >= most or size + cost > query_bytes):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(posting_id)
+        size += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _element_outcomes(answer: Answer, actions: Sequence[JobAction]) -> list[ElementOutcome]:
+    refusal = whole_call(answer, len(actions))
+    if refusal is not None:
+        return refusal
     body = answer.json()
     elements = body.get("elements") if isinstance(body, dict) else None
     if not isinstance(elements, list):
         raise answer.unintelligible("has no element statuses")
-    if len(elements) != len(updates):
-        raise answer.unintelligible(f"has {len(elements)} element statuses for {len(updates)} jobs")
-    return [_element_outcome(e, u) for e, u in zip(elements, updates, strict=True)]
+    if len(elements) != len(actions):
+        raise answer.unintelligible(f"has {len(elements)} element statuses for {len(actions)} jobs")
+    return [_element_outcome(e, a) for e, a in zip(elements, actions, strict=True)]
 
 
-def _element_outcome(element: Any, update: PostingUpdate) -> ElementOutcome:
+def _element_outcome(element: Any, action: JobAction) -> ElementOutcome:
     status = _status(element.get("status")) if isinstance(element, dict) else None
     if status is None:
         return Unsure(f"linkedin answered this job with a status nobody can read: {excerpt(repr(element))!r}")
@@ -183,8 +325,8 @@ def _element_outcome(element: Any, update: PostingUpdate) -> ElementOutcome:
             return Submitted(task_id)
         return Unsure(f"linkedin accepted this job ({status}) without a task id")
     detail = f"linkedin element status {status}: {_message(element)}"
-    if status == 409 and update.op == Op.DELETED:
-        return Delivered()  # closed already
+    if status == 409 and action.operation == Operation.CLOSE:
+        return Delivered(gone=True)  # "Cannot close job which is already closed or does not exist"
     if retryable_status(status):
         return Unsure(detail)
     return Rejected(detail)
@@ -205,9 +347,75 @@ def _task_outcomes(answer: Answer, asked: Sequence[str]) -> dict[str, TaskOutcom
         error = str(error) if error else None
         if state == "PROCESSED":  # evaluated while the customer's jobs still came from a feed
             state = "FAILED" if error else "SUCCEEDED"
-        if state in _TASK_STATES:  # an id left out, or a state nobody knows, stays unknown
-            found[task_id] = TaskOutcome(_TASK_STATES[state], error if state == "FAILED" else None)
+        if state == "FAILED":
+            found[task_id] = _failed(error)
+        elif state in _TASK_STATES:  # an id left out, or a state nobody knows, stays unknown
+            job = result.get("jobPosting") if isinstance(result, dict) else None
+            found[task_id] = TaskOutcome(
+                _TASK_STATES[state], job_id=job if isinstance(job, str) and job else None
+            )
     return found
+
+
+def _failed(error: str | None) -> TaskOutcome:
+    """A FAILED task, with what its error says of the job when it says something."""
+    text = error or ""
+    if (duplicate := _DUPLICATE.search(text)) is not None:
+        return TaskOutcome(TaskState.FAILED, error, f"{JOB_URN}{duplicate.group(1)}", TaskFailure.JOB_EXISTS)
+    if _NOT_EXISTING in text:
+        return TaskOutcome(TaskState.FAILED, error, failure=TaskFailure.NO_JOB)
+    if _CLOSED in text:
+        return TaskOutcome(TaskState.FAILED, error, failure=TaskFailure.JOB_CLOSED)
+    return TaskOutcome(TaskState.FAILED, error)
+
+
+def _listings(answer: Answer, asked: Sequence[str]) -> dict[str, BoardListing]:
+    if whole_call(answer, 1) is not None:  # a status read carries no posting: its refusal is the call's
+        raise CallFailed(f"{answer.board} refused the status read ({answer.status}): {excerpt(answer.text)}")
+    body = answer.json()
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, dict):
+        raise answer.unintelligible("has no job posting statuses")
+    found: dict[str, BoardListing] = {}
+    for posting_id in asked:
+        result = results.get(posting_id)
+        if isinstance(result, dict):
+            found[posting_id] = _listing(result)
+    return found
+
+
+def _listing(result: dict[str, Any]) -> BoardListing:
+    """A job posting status as this code reads it: LISTED live (with its page); NOT_LISTED
+    closed by the partner, expired, or closed by LinkedIn with its reason; IN_PROGRESS (or
+    a value nobody knows) not decided."""
+    info = _record(result.get("jobPostingInfo"))
+    listed_at, expire_at = _millis(info.get("listedAt")), _millis(info.get("expireAt"))
+    state = result.get("listingStatus")
+    if state == "LISTED":
+        url = result.get("jobPostingUrl")
+        return BoardListing(
+            ListingStatus.LIVE, url if isinstance(url, str) else None, None, listed_at, expire_at
+        )
+    if state != "NOT_LISTED":
+        return BoardListing(None, None, None, listed_at, expire_at)
+    detail = _record(result.get("listingStatusDetail"))
+    message = detail.get("statusMessage")
+    reason = str(message) if message else str(detail.get("errorCode") or "not listed")
+    if detail.get("errorCode") == "EXPIRED":
+        status = ListingStatus.EXPIRED
+    elif detail.get("errorType") == "CUSTOMER_ERROR":
+        status = ListingStatus.CLOSED
+    else:
+        status = ListingStatus.CLOSED_BY_BOARD
+    return BoardListing(status, None, reason, listed_at, expire_at)
+
+
+def _record(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _millis(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _status(value: Any) -> int | None:

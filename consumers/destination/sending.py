@@ -22,13 +22,20 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from consumers.boards.base import BoardAdapter, BoardDown, CallFailed, ElementOutcome, Throttled, Unsure
+from consumers.boards.base import (
+    BoardAdapter,
+    BoardDown,
+    CallFailed,
+    ElementOutcome,
+    JobAction,
+    Throttled,
+    Unsure,
+)
 from consumers.clock import Clock
 from consumers.destination import metrics
 from consumers.destination.access import BoardAccess
 from consumers.destination.batcher import Batcher
 from consumers.destination.ticket import Ticket
-from schemas.model import PostingUpdate
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +67,8 @@ class Sending:
         self._resting = False  # the dispatcher waits for `wake` alone, with no timer
         self._calls: set[asyncio.Task[None]] = set()
 
-    def submit(self, update: PostingUpdate) -> Ticket:
-        ticket = Ticket(update, self.clock.now_ms())
+    def submit(self, action: JobAction) -> Ticket:
+        ticket = Ticket(action, self.clock.now_ms())
         self.batcher.push(ticket, ticket.queued_at)
         if not self.access.circuit.closed:
             ticket.pause(self.access.why_paused(), self.access.next_probe_at(ticket.queued_at))
@@ -137,9 +144,9 @@ class Sending:
 
     async def _send(self, tickets: list[Ticket], queued_at: list[int], spent: list[int]) -> None:
         metrics.BATCH_RECORDS.labels(self.name).observe(len(tickets))
-        updates = [ticket.update for ticket in tickets]
+        actions = [ticket.action for ticket in tickets]
         try:
-            outcomes = await self.access.call(lambda token: self.adapter.send(updates, token))
+            outcomes = await self.access.call(lambda token: self.adapter.send(actions, token))
         except Throttled as exc:
             self._count("throttled")
             self.access.throttled(self.clock.now_ms(), exc, spent)
@@ -184,7 +191,7 @@ class Sending:
         while the board is thought up; put back untouched once its circuit is not closed."""
         was_closed = self.access.circuit.closed
         reason = next((o.reason for o in outcomes if isinstance(o, Unsure)), "the call failed")
-        self.access.call_failed(self.clock.now_ms(), [t.update.posting_id for t in tickets], reason)
+        self.access.call_failed(self.clock.now_ms(), [t.action.posting_id for t in tickets], reason)
         self._tell_announcement()
         if not was_closed:
             self._requeue(tickets, queued_at)

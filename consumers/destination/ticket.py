@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from consumers.boards.base import ElementOutcome
-from schemas.model import PostingUpdate
+from consumers.boards.base import ElementOutcome, JobAction
 
 
 @dataclass(eq=False)
 class Ticket:
-    """One lane's version waiting for, or in, a call. `notice` is set whenever there is
-    news for the lane: its outcome, or that the destination holds it for the board."""
+    """One lane's action (a version's content, or a renewal or close of its job) waiting for,
+    or in, a call. `notice` is set whenever there is news for the lane: its outcome, or that
+    the destination holds it for the board."""
 
-    update: PostingUpdate
+    action: JobAction
     queued_at: int
     outcome: asyncio.Future[ElementOutcome] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()

@@ -260,13 +260,36 @@ class SearchPage(BaseModel):
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last page")
 
 
+ListingState = Literal["submitted", "received", "live", "closed", "closed_by_board", "expired", "rejected"]
+
+
+class ListingOut(BaseModel):
+    """The job the board holds for the posting, as the board consumer last learned it."""
+
+    id: str | None = Field(
+        description="the board's id of the job: LinkedIn's job posting URN, Indeed's sourcedPostingId"
+    )
+    url: str | None = Field(
+        description="the job's public page, where the board gives one (LinkedIn, once listed)"
+    )
+    status: ListingState = Field(
+        description="submitted: the board has yet to process the job; received: accepted, not listed "
+        "yet; live: listed; closed: closed by us (a delete, a version leaving the board out); "
+        "closed_by_board: the board closed it on its own (`reason`); expired: at the posting's expiry, "
+        "or the board's lifetime lapsed; rejected: the board refused to list it (`reason`)"
+    )
+    reason: str | None = Field(description="the board's words for a status it chose")
+    since: int | None = Field(description="epoch millis the job came to its status")
+
+
 class DestinationProgress(BaseModel):
     delivered_version: int | None
     status: ProgressStatus = Field(
         description="where the posting's current version stands there; submitted: an asynchronous board "
         "(LinkedIn) accepted the pending version and has not confirmed it yet (`task_id`); paused: the "
         "destination holds it while the board as a whole is unavailable (`paused_reason`), charged to no "
-        "retry budget"
+        "retry budget; not_targeted: the posting's `boards` leave this board out, and the board holds no "
+        "open job of it (a job it held is closed first: pending, then closed)"
     )
     attempts: int
     first_attempt_at: int | None = Field(
@@ -280,6 +303,9 @@ class DestinationProgress(BaseModel):
     last_error: str | None
     task_id: str | None = Field(default=None, description="while submitted: the board's task for the version")
     paused_reason: str | None = Field(default=None, description="while paused: why the board is unavailable")
+    listing: ListingOut | None = Field(
+        default=None, description="the job at the board (its id, page, status): null until the board answered"
+    )
 
 
 class DeliveriesOut(BaseModel):

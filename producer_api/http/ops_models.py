@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from producer_api.http.models import ListingOut
 from producer_api.read.timeline import CellState
 from schemas.enums import Destination, Op
 
@@ -48,6 +49,10 @@ class LaneOut(BaseModel):
     cells: list[CellOut] = Field(description="one per version, in the order of `versions`")
     waiting_for: int | None = Field(description="the version the lane waits for next, once it has caught up")
     closed: bool = Field(description="the posting's delete was delivered here")
+    listing: ListingOut | None = Field(
+        default=None,
+        description="the job the board holds: its id, public page and status (as in /deliveries)",
+    )
 
 
 class EventOut(BaseModel):

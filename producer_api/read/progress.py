@@ -3,7 +3,9 @@
 
 A destination's recorded status speaks of the version it last worked on; the progress
 speaks of the posting's current version, so having delivered (or dead-lettered) only an
-older version means the current one is still pending there.
+older version means the current one is still pending there. Beside it, the job the board
+holds for the posting (`listing`: the board's id and page, its status in the board's terms,
+the board's reason, since when), as the board consumer last learned it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.enums import JobHeld
+from schemas.model import BoardJob, DeliveryState, DeliveryStatus, Destination
 
 
 class ProgressStatus(StrEnum):
@@ -24,6 +27,7 @@ class ProgressStatus(StrEnum):
     CLOSED = "closed"  # the delete was delivered
     SUBMITTED = "submitted"  # an asynchronous board accepted it and has not confirmed it yet
     PAUSED = "paused"  # held while the board as a whole is unavailable
+    NOT_TARGETED = "not_targeted"  # the posting's boards leave this board out (and it holds no open job)
 
 
 # A status recorded for the version it names, read as the progress of that version.
@@ -39,6 +43,19 @@ _PROGRESS_OF = {
 
 
 @dataclass(frozen=True)
+class Listing:
+    """The job a board holds for the posting: the board's id and public page, its status in
+    the board's terms (submitted, received, live, closed, closed_by_board, expired,
+    rejected), the board's words for a status it chose, and since when (epoch ms)."""
+
+    id: str | None
+    url: str | None
+    status: str
+    reason: str | None
+    since: int | None
+
+
+@dataclass(frozen=True)
 class Progress:
     """One destination's progress with the posting."""
 
@@ -51,20 +68,45 @@ class Progress:
     last_error: str | None = None
     task_id: str | None = None  # while submitted: the board's task
     paused_reason: str | None = None  # while paused: why the board is unavailable
+    listing: Listing | None = None  # the job at the board, once the board answered
 
 
-def progress(states: dict[Destination, DeliveryState], current_version: int) -> list[Progress]:
+def progress(
+    states: dict[Destination, DeliveryState],
+    current_version: int,
+    boards: tuple[Destination, ...] | None = None,
+) -> list[Progress]:
     """Every destination's progress with the posting at `current_version`, in the order of
-    `Destination`; pending where nothing is recorded yet."""
-    return [_progress(destination, states.get(destination), current_version) for destination in Destination]
+    `Destination`; pending where nothing is recorded yet; not targeted at a board the
+    posting's `boards` leave out (None: every board), unless a job there is still to close."""
+    return [
+        _progress(destination, states.get(destination), current_version, boards)
+        for destination in Destination
+    ]
 
 
-def _progress(destination: Destination, state: DeliveryState | None, current_version: int) -> Progress:
+def listing_of(job: BoardJob | None) -> Listing | None:
+    """The job as the API shows it (None until the board answered)."""
+    if job is None or job.status is None:
+        return None
+    return Listing(job.job_id, job.url, job.status.value.lower(), job.reason, job.since)
+
+
+def _progress(
+    destination: Destination,
+    state: DeliveryState | None,
+    current_version: int,
+    boards: tuple[Destination, ...] | None,
+) -> Progress:
+    left_out = boards is not None and destination != Destination.SEARCH and destination not in boards
     if state is None:
-        return Progress(destination, ProgressStatus.PENDING)
+        return Progress(destination, ProgressStatus.NOT_TARGETED if left_out else ProgressStatus.PENDING)
+    status = status_for(state, current_version)
+    if left_out and state.held != JobHeld.OPEN and status != ProgressStatus.CLOSED:
+        status = ProgressStatus.NOT_TARGETED
     return Progress(
         destination,
-        status_for(state, current_version),
+        status,
         state.delivered_version,
         state.attempts,
         state.first_attempt_at,
@@ -72,6 +114,7 @@ def _progress(destination: Destination, state: DeliveryState | None, current_ver
         state.last_error,
         state.task_id,
         state.paused_reason,
+        listing_of(state.job),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from producer_api.read.progress import Listing, listing_of
 from schemas.enums import DeliveryOutcome, Destination, Op
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus
@@ -69,6 +70,7 @@ class Lane:
     cells: tuple[Cell, ...]  # one per version line
     waiting_for: int | None  # the version the lane waits for, once it has caught up
     closed: bool  # the posting's delete was delivered here
+    listing: Listing | None = None  # the job the board holds (its id, page, status)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ def _lane(
     cells = tuple(_cell(v.version, newest.get((destination, v.version)), state) for v in versions)
     last = cells[-1].state if cells else None
     waiting_for = versions[-1].version + 1 if last in _SETTLED else None
-    return Lane(cells, waiting_for, closed=last == CellState.CLOSED)
+    listing = listing_of(state.job) if state is not None else None
+    return Lane(cells, waiting_for, closed=last == CellState.CLOSED, listing=listing)
 
 
 def _cell(version: int, event: DeliveryEvent | None, state: DeliveryState | None) -> Cell:

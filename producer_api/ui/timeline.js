@@ -165,6 +165,7 @@ function laneRow(destination, lane, versions, waits) {
     { scope: "row", class: "lane" },
     el("span", { class: "lane-name" }, name),
     lane.closed && el("span", { class: "badge s-closed", dataset: { testid: `closed-${destination}` } }, "■ closed"),
+    lane.listing && listingBadge(destination, lane.listing),
   );
   const cells = versions.map((v, i) => cell(destination, lane.cells[i] || { version: v.version, state: "pending" }));
   let extra = null;
@@ -188,6 +189,40 @@ function laneRow(destination, lane, versions, waits) {
     header,
     cells,
     extra,
+  );
+}
+
+const LISTING = {
+  submitted: "submitted",
+  received: "received",
+  live: "live",
+  closed: "closed",
+  closed_by_board: "closed by the board",
+  expired: "expired",
+  rejected: "rejected",
+};
+
+/** The job at the board: its status in the board's terms, a link to its page where the board
+ * gives one (else its id), and the board's reason. */
+function listingBadge(destination, listing) {
+  const label = LISTING[listing.status] || listing.status;
+  const where = listing.url
+    ? el(
+        "a",
+        { href: listing.url, target: "_blank", rel: "noopener noreferrer", dataset: { testid: `listing-link-${destination}` } },
+        listing.id || listing.url,
+      )
+    : listing.id && el("span", { class: "listing-id", dataset: { testid: `listing-id-${destination}` } }, listing.id);
+  return el(
+    "span",
+    {
+      class: `listing l-${listing.status}`,
+      dataset: { testid: `listing-${destination}`, status: listing.status },
+      title: listing.reason || "",
+    },
+    el("span", { class: "listing-status" }, label),
+    where,
+    listing.reason && el("span", { class: "detail" }, listing.reason),
   );
 }
 

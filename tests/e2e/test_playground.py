@@ -141,6 +141,24 @@ def test_versions_reach_both_boards_and_search_in_order(page: Page, system: Syst
     page.get_by_test_id("timeline").screenshot(path=ARTIFACTS / "playground-timeline.png")
 
 
+def test_each_board_shows_its_job_live_with_the_boards_id_and_a_link_to_it(page: Page, system: System):
+    sign_in(page, system.token)
+    posting_id = create(page, "Senior Data Engineer")
+
+    for board in BOARDS:  # the board's own status read back: live
+        expect(page.get_by_test_id(f"listing-{board}")).to_have_attribute(
+            "data-status", "live", timeout=DELIVERY_MS
+        )
+    listings = system.client.deliveries(posting_id)["destinations"]
+    linkedin, indeed = listings["linkedin"]["listing"], listings["indeed"]["listing"]
+    assert linkedin["id"].startswith("urn:li:jobPosting:") and linkedin["url"], linkedin
+    link = page.get_by_test_id("listing-link-linkedin")
+    expect(link).to_have_attribute("href", linkedin["url"])  # the page the board gave, as it gave it
+    expect(link).to_have_text(linkedin["id"])
+    assert indeed["id"] and indeed["url"] is None, indeed  # Indeed gives its id, no page
+    expect(page.get_by_test_id("listing-id-indeed")).to_have_text(indeed["id"])
+
+
 def test_a_failing_board_retries_with_a_countdown_and_catches_up_in_order(page: Page, system: System):
     sign_in(page, system.token)
     create(page, "Senior Data Engineer")

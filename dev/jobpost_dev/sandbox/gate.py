@@ -1,6 +1,6 @@
 """What every call to a board's API meets before the board looks at its content, in the
-order a real board answers: the token, the budget, then the fault a test switched on. And
-the `outage` fault, which meets a call before anything else."""
+order a real board answers: the token, the budgets (a day's, then the minute's), then the
+fault a test switched on. And the `outage` fault, which meets a call before anything else."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from jobpost_dev.sandbox.clock import Clock
 from jobpost_dev.sandbox.faults import LostResponse, malformed
-from jobpost_dev.sandbox.state import BoardState, Clock
+from jobpost_dev.sandbox.limits import JOBS
+from jobpost_dev.sandbox.state import BoardState
 from jobpost_dev.sandbox.tokens import TokenCheck, bearer
 
 TOKEN_PATHS = ("/oauth/v2/accessToken", "/oauth/v2/tokens")
@@ -31,53 +33,71 @@ class Gate:
     unauthorized: Callable[[TokenCheck], Response]
     refused: Refusal  # the board's body for a call refused as a whole
 
-    def authorize(self, request: Request) -> Response | None:
-        """None when the bearer token is one this board issued and still valid."""
+    def authorize(self, request: Request) -> Response | str:
+        """The client the bearer token was issued to, when it is one this board issued and
+        still valid; else the board's refusal."""
         self.board.stats.calls += 1
         token = bearer(request.headers.get("authorization")) or ""
         check = self.board.tokens.check(token, self.clock.now(), self.board.limits.token_ttl_s)
         if check is TokenCheck.VALID:
-            return None
+            return self.board.tokens.client(token)
         self.board.stats.expired_token_calls += 1
         return self.unauthorized(check)
 
-    async def admit(self, size: int, posting_ids: list[str]) -> Response | str:
+    async def admit(self, size: int, posting_ids: list[str], kind: str = JOBS) -> Response | str:
         """A refusal of the whole call (429, or a fault), else the fault left to apply around
         the content: `none` or `lose_response`. The budget counts the call before any fault,
-        as the call did reach the board."""
+        as the call did reach the board. `kind` names the daily cap it counts against
+        (LinkedIn's; Indeed has none)."""
         for posting_id in posting_ids:  # the board saw them, whatever it answers
             self.board.posting(posting_id).requests += 1
         faults = self.board.faults
         if faults.latency_ms:
             await asyncio.sleep(faults.latency_ms / 1000)
-        board, now = self.board, self.clock.now()
-        wait = board.window.wait_s(now, size, board.limits)
-        if wait is None:
-            board.stats.throttled += 1
-            per_minute = board.limits.records_per_minute
-            return self.refused(
-                429, f"a call of {size} records can never fit {per_minute} records a minute", None
-            )
-        if wait > 0:
-            board.stats.throttled += 1
-            retry_after = str(math.ceil(wait))
-            return self.refused(
-                429, f"over the budget: retry after {retry_after} s", {"Retry-After": retry_after}
-            )
-        board.admitted(now, size)
+        if (throttled := self._budget(size, kind)) is not None:
+            self.board.stats.throttled += 1
+            return throttled
         fault = faults.call_fault(posting_ids)
         if fault == "error":
             return self.refused(503, "sandbox: unavailable", None)
         if fault == "timeout":
             await asyncio.sleep(3600)
         if fault == "rate_limit":
-            board.stats.throttled += 1
+            self.board.stats.throttled += 1
             return self.refused(429, "sandbox: slow down", {"Retry-After": str(faults.retry_after_s)})
         if fault == "reject":
             return self.refused(400, "sandbox: rejected", None)
         if fault == "malformed":
             return malformed()
         return fault
+
+    def _budget(self, size: int, kind: str) -> Response | None:
+        """The 429 of a call beyond a daily cap or the minute's budget, else None (and the
+        call counted)."""
+        board, now, limits = self.board, self.clock.now(), self.board.limits
+        board.today.roll(self.clock.day())
+        passed = board.today.over(kind, size, limits)
+        if passed is not None:
+            if limits.records_per_day is not None and kind == JOBS and size > limits.records_per_day:
+                return self.refused(429, f"a call of {size} records can never fit {passed}", None)
+            retry_after = str(self.clock.until_next_day_s())
+            return self.refused(
+                429, f"over {passed}: retry after {retry_after} s (00:00 UTC)", {"Retry-After": retry_after}
+            )
+        wait = board.window.wait_s(now, size, limits)
+        if wait is None:
+            per_minute = limits.records_per_minute
+            return self.refused(
+                429, f"a call of {size} records can never fit {per_minute} records a minute", None
+            )
+        if wait > 0:
+            retry_after = str(math.ceil(wait))
+            return self.refused(
+                429, f"over the budget: retry after {retry_after} s", {"Retry-After": retry_after}
+            )
+        board.admitted(now, size)
+        board.today.count(kind, size)
+        return None
 
     @staticmethod
     def answer(response: Response, fault: str) -> Response:

@@ -1,15 +1,23 @@
-"""What one sandbox board holds, in plain types: its faults and limits, its counters, the
-tokens it issued, and per posting what it applied and when it was asked."""
+"""What one sandbox board holds besides its jobs, in plain types: its faults and limits, its
+counters, the tokens it issued, and per posting (the partner's id for the job: LinkedIn's
+`externalJobPostingId`, Indeed's `jobPostingId`) what it saw and applied, and when.
+
+Neither board knows jobpost's version numbers, and neither reads `Idempotency-Key`. What a
+board can tell apart is content: each distinct content (with whether it closes the job) a
+posting's calls carried gets a number in the order the board first saw it, so a posting
+whose every version differs from the one before reads 0, 1, 2 … as jobpost numbers them. An
+application that changes nothing at the board (the same content again, a job closed twice,
+a duplicate CREATE) is a repeat, counted in `duplicates`."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from jobpost_dev.sandbox.faults import Faults
-from jobpost_dev.sandbox.limits import DEFAULT_LIMITS, Limits, RollingWindow
+from jobpost_dev.sandbox.limits import DEFAULT_LIMITS, Limits, RollingWindow, Today
+from jobpost_dev.sandbox.refusals import RefusalLog
 from jobpost_dev.sandbox.tokens import Tokens
 
 
@@ -20,10 +28,14 @@ class Stats:
     calls: int = 0  # calls to the board's API (its token endpoint apart)
     records: int = 0  # jobs carried by the calls the budget admitted
     throttled: int = 0  # 429s answered
-    expired_token_calls: int = 0  # 401s answered: an expired or unknown token
+    expired_token_calls: int = 0  # an expired or unknown token
     tokens_issued: int = 0
     max_records_in_60s: int = 0  # the most records admitted within any 60 s
     max_records_per_call: int = 0
+    refused: int = 0  # jobs refused for their content in the call's answer
+    failed_tasks: int = 0  # LinkedIn: tasks that ended FAILED
+    rejected: int = 0  # Indeed: jobs rejected at indexing
+    duplicates: int = 0  # repeats, as the board identifies a job
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)
@@ -31,7 +43,7 @@ class Stats:
 
 @dataclass
 class Submission:
-    """One version as the board took it: for LinkedIn the task it started, so a test can
+    """One content as the board took it: for LinkedIn the task it started, so a test can
     check that no version was submitted before the previous one's task ended."""
 
     version: int
@@ -39,7 +51,7 @@ class Submission:
     submitted_at_ms: int
     task_id: str | None = None
     ended_at_ms: int | None = None
-    state: str = "IN_PROGRESS"  # IN_PROGRESS, SUCCEEDED, FAILED; Indeed: APPLIED at once
+    state: str = "IN_PROGRESS"  # LinkedIn: IN_PROGRESS, SUCCEEDED, FAILED; Indeed: APPLIED or REFUSED
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -54,39 +66,38 @@ class Submission:
         }
 
 
+def content_key(content: Any, closes: bool) -> str:
+    return json.dumps([content, closes], sort_keys=True, separators=(",", ":"), default=str)
+
+
 @dataclass
-class SandboxPosting:
+class PostingRecord:
+    """What the board saw and applied for one posting id, whatever job(s) it made of it."""
+
     versions: list[int] = field(default_factory=list)  # applied, in the order applied
     applied_at_ms: list[int] = field(default_factory=list)
-    status: Literal["open", "closed"] = "open"
     requests: int = 0  # calls that carried this posting
-    duplicates: int = 0  # elements answered from their idempotency record
+    duplicates: int = 0  # applications that changed nothing at the board
     log: list[Submission] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)  # content_key → its number
 
-    def apply(self, version: int, at_ms: int, closes: bool) -> None:
-        self.status = "closed" if closes else "open"
-        if version not in self.versions:
-            self.versions.append(version)
-            self.applied_at_ms.append(at_ms)
+    def number(self, key: str) -> int:
+        """The number of a content: the one it had when first seen, else the next."""
+        return self.seen.setdefault(key, len(self.seen))
 
-    def to_json(self) -> dict[str, Any]:
+    def applied(self, version: int, at_ms: int) -> None:
+        self.versions.append(version)
+        self.applied_at_ms.append(at_ms)
+
+    def to_json(self, status: str) -> dict[str, Any]:
         return {
             "versions": self.versions,
             "applied_at_ms": self.applied_at_ms,
-            "status": self.status,
+            "status": status,
             "requests": self.requests,
             "duplicates": self.duplicates,
             "log": [s.to_json() for s in self.log],
         }
-
-
-@dataclass(frozen=True)
-class Clock:
-    """Monotonic seconds for windows, lifetimes and task delays; epoch milliseconds for
-    what the sandbox reports."""
-
-    now: Callable[[], float] = time.monotonic
-    wall_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
 
 
 @dataclass
@@ -96,8 +107,10 @@ class BoardState:
     limits: Limits = field(default_factory=Limits)
     stats: Stats = field(default_factory=Stats)
     window: RollingWindow = field(default_factory=RollingWindow)
+    today: Today = field(default_factory=Today)
     tokens: Tokens = field(default_factory=Tokens)
-    postings: dict[str, SandboxPosting] = field(default_factory=dict)
+    postings: dict[str, PostingRecord] = field(default_factory=dict)
+    refusals: RefusalLog = field(default_factory=RefusalLog)
 
     def __post_init__(self) -> None:
         self.limits = DEFAULT_LIMITS[self.name]
@@ -109,10 +122,11 @@ class BoardState:
         self.limits = DEFAULT_LIMITS[self.name]
         self.stats = Stats()
         self.window = RollingWindow()
+        self.today = Today()
         self.postings = {}
 
-    def posting(self, posting_id: str) -> SandboxPosting:
-        return self.postings.setdefault(posting_id, SandboxPosting())
+    def posting(self, posting_id: str) -> PostingRecord:
+        return self.postings.setdefault(posting_id, PostingRecord())
 
     def admitted(self, now: float, size: int) -> None:
         in_window = self.window.admit(now, size)
@@ -120,22 +134,16 @@ class BoardState:
         self.stats.max_records_in_60s = max(self.stats.max_records_in_60s, in_window)
         self.stats.max_records_per_call = max(self.stats.max_records_per_call, size)
 
+    def repeat(self, posting: PostingRecord) -> None:
+        posting.duplicates += 1
+        self.stats.duplicates += 1
 
-class BadKeys(ValueError):
-    """The Idempotency-Key header does not name one key per element."""
-
-
-def element_keys(header: str | None, count: int) -> list[tuple[str, int]]:
-    """`Idempotency-Key: <posting id>:<version>[, …]`, one key per element in element order.
-    Neither board defines per-element idempotency (the real ones ignore the header); the
-    sandbox reads it to apply each version once and to know which version it applies."""
-    keys = [k.strip() for k in (header or "").split(",")] if header else []
-    if len(keys) != count:
-        raise BadKeys(f"Idempotency-Key must name {count} key(s) {{posting_id}}:{{version}}, one per element")
-    parsed = []
-    for key in keys:
-        posting_id, _, version = key.rpartition(":")
-        if not posting_id or not version.isdigit():
-            raise BadKeys(f"Idempotency-Key {key!r} is not {{posting_id}}:{{version}}")
-        parsed.append((posting_id, int(version)))
-    return parsed
+    def refused(self, posting_id: str, where: str, status: int | str, message: str, at_ms: int) -> None:
+        """A job refused for its content (`where`: in the call's answer, or in its task)."""
+        if where == "task":
+            self.stats.failed_tasks += 1
+        elif where == "indexing":
+            self.stats.rejected += 1
+        else:
+            self.stats.refused += 1
+        self.refusals.write(self.name, posting_id, where, status, message, at_ms)

@@ -37,24 +37,33 @@ class TokenCheck(Enum):
 
 @dataclass
 class Tokens:
-    """Tokens one board issued: token → (issued at, lifetime then; None: no end)."""
+    """Tokens one board issued: token → (issued at, lifetime then (None: no end), the client
+    it was issued to: the application a board knows its caller by)."""
 
-    issued: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    issued: dict[str, tuple[float, float | None, str]] = field(default_factory=dict)
 
-    def issue(self, now: float, ttl_s: float | None) -> str:
+    def issue(self, now: float, ttl_s: float | None, client_id: str) -> str:
         token = secrets.token_urlsafe(24)
-        self.issued[token] = (now, ttl_s)
+        self.issued[token] = (now, ttl_s, client_id)
         return token
 
     def check(self, token: str, now: float, ttl_now: float | None) -> TokenCheck:
         found = self.issued.get(token)
         if found is None:
             return TokenCheck.UNKNOWN
-        issued_at, ttl_then = found
+        issued_at, ttl_then, _ = found
         lifetimes = [t for t in (ttl_then, ttl_now) if t is not None]
         if lifetimes and now >= issued_at + min(lifetimes):
             return TokenCheck.EXPIRED
         return TokenCheck.VALID
+
+    def client(self, token: str) -> str:
+        return self.issued[token][2]
+
+    def rebase(self, now: float) -> None:
+        """After the clock went back to real time (a reset): no token issued in the moved
+        time outlives its lifetime from now."""
+        self.issued = {t: (min(at, now), ttl, client) for t, (at, ttl, client) in self.issued.items()}
 
 
 def bearer(authorization: str | None) -> str | None:

@@ -231,7 +231,10 @@ def test_delete_stops_the_retries_of_an_older_version(api, sandbox, start_consum
     wait_until(
         lambda: sandbox.posting("indeed", posting_id)["status"] == "closed", 30, "the board to close it"
     )
-    assert applied(sandbox, "indeed", posting_id) == [0, 2]  # v1 was never applied: the delete superseded it
+    # v1 never reached the board (the delete superseded it): Indeed holds v0's job, expired by
+    # the id its upsert gave.
+    log = sandbox.posting("indeed", posting_id)["log"]
+    assert [(e["operation"], e["state"]) for e in log] == [("UPSERT", "APPLIED"), ("EXPIRE", "APPLIED")], log
     wait_until(
         lambda: deliveries(api, posting_id)["destinations"]["indeed"]["status"] == "closed", 30, "closed"
     )

@@ -148,3 +148,69 @@ def test_after_the_fault_clears_every_posting_resumes(
     ARTIFACT.parent.mkdir(exist_ok=True)
     with ARTIFACT.open("a") as out:
         out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{mode}\t{took:.1f}\n")
+
+
+@pytest.mark.parametrize("refusal", ["task_failed", "element_refused"])
+def test_a_posting_linkedin_refused_first_is_created_by_its_next_version_and_listed(
+    refusal, api: ApiProcess, sandbox, start_consumer, kafka, topics
+):
+    """LinkedIn refuses a posting's first version (its task ends FAILED, or the element is
+    refused at once): that version is dead-lettered and LinkedIn holds no job. The next
+    version, once LinkedIn answers again, goes as a CREATE (an UPDATE of a job LinkedIn never
+    made would fail for ever) and is listed; the one after it is an UPDATE of that job."""
+    for board in BOARDS:
+        start_consumer(board, JOBPOST_CONSUMER_LISTING_POLL_INTERVAL_S="0.5")
+    http = httpx.Client(base_url=api.url, headers=api.headers, timeout=15)
+    if refusal == "task_failed":
+        sandbox.limits("linkedin", task_fail_probability=1)
+    else:
+        sandbox.faults("linkedin", "reject")
+
+    posting_id = create(http, "Data Engineer")
+
+    def linkedin() -> dict:
+        response = http.get(f"/postings/{posting_id}/deliveries")
+        assert response.status_code == 200, response.text
+        return response.json()["destinations"]["linkedin"]
+
+    dlq = topics.dlq(Component("linkedin"))
+    wait_until(lambda: dead_letters(kafka, dlq), 60, "linkedin's dead letter of the first version")
+    refused = linkedin()
+    assert (refused["status"], refused["delivered_version"]) == ("failed", None), refused
+    if refusal == "task_failed":  # the board's own words, and nothing held at the board
+        assert refused["listing"]["status"] == "rejected", refused
+        assert "unexpected error" in refused["listing"]["reason"], refused
+        assert refused["listing"]["id"] is None, refused
+    assert sandbox.applied("linkedin", posting_id) == []
+
+    sandbox.limits("linkedin")  # the board's defaults: tasks succeed
+    sandbox.faults("linkedin", "none")
+    replace(http, posting_id, "Data Engineer, Platform")
+
+    def listed() -> bool:
+        seen = linkedin()
+        listing = seen["listing"] or {}
+        return (seen["status"], seen["delivered_version"], listing.get("status")) == ("delivered", 1, "live")
+
+    wait_until(listed, CONVERGED_WITHIN_S, "the corrected version live at linkedin")
+    live = linkedin()["listing"]
+    # What LinkedIn took, in its own numbering of the contents it saw: the corrected version,
+    # sent as a CREATE (not an UPDATE of a job that never existed), is the one job it holds.
+    at_board = sandbox.posting("linkedin", posting_id)
+    assert at_board is not None
+    sent = [(entry["operation"], entry["state"]) for entry in at_board["log"]]
+    assert sent[-1] == ("CREATE", "SUCCEEDED") and len(at_board["versions"]) == 1, sent
+    assert all(operation == "CREATE" for operation, _ in sent), sent
+    assert live["id"].startswith("urn:li:jobPosting:"), live
+    assert live["url"].startswith("https://"), live
+
+    replace(http, posting_id, "Data Engineer, Streaming Platform")
+    wait_until(
+        lambda: len(sandbox.applied("linkedin", posting_id)) == 2, 30, "the next version applied at linkedin"
+    )
+    at_board = sandbox.posting("linkedin", posting_id)
+    assert at_board is not None
+    assert at_board["log"][-1]["operation"] == "UPDATE"
+    wait_until(lambda: linkedin()["delivered_version"] == 2, 30, "version 2 said delivered")
+    assert linkedin()["listing"]["id"] == live["id"]  # the same job
+    assert sandbox.applied("indeed", posting_id) == [0, 1, 2]

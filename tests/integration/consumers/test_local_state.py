@@ -30,6 +30,7 @@ from tests import postings
 
 def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) -> None:
     producer = KafkaClients(kafka).producer()
+    now = time.time_ns() // 1_000_000  # a job listed long ago would be past LinkedIn's lifetime
     for posting_id in posting_ids:
         update = PostingUpdate(
             posting_id,
@@ -37,9 +38,9 @@ def write_postings(kafka, topic: str, posting_ids: list[str], version: int = 0) 
             Op.CREATED if version == 0 else Op.UPDATED,
             f"{posting_id}:{version}",
             uuid.uuid4().hex,
-            postings.posting(0, title=f"Role {posting_id}", notes=""),
-            0,
-            0,
+            postings.posting(0, title=f"Role {posting_id} v{version}", notes=""),  # each its own content
+            now,
+            now,
         )
         producer.produce(topic, key=posting_id, value=codec.posting_updates().encode(update))
     assert producer.flush(10) == 0

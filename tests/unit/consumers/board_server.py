@@ -14,6 +14,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from consumers.boards.base import JobAction, Operation
 from schemas.model import Op, Posting, PostingUpdate
 from tests import postings
 
@@ -93,6 +94,25 @@ def update(
         accepted_at=1_700_000_000_001,
         employer=employer,
     )
+
+
+def action(
+    given: PostingUpdate,
+    operation: Operation | None = None,
+    job_id: str | None = None,
+    listed_at: int | None = None,
+) -> JobAction:
+    """What a lane asks of the board for `given`: by default a CLOSE for a delete, a CREATE
+    for version 0, an UPDATE after (as a lane does while the board holds what it sent)."""
+    if operation is None:
+        operation = (
+            Operation.CLOSE
+            if given.op == Op.DELETED
+            else Operation.CREATE
+            if given.version == 0
+            else Operation.UPDATE
+        )
+    return JobAction(operation, given.posting_id, given.employer, given, job_id, listed_at)
 
 
 def run(coroutine: Awaitable[Any]) -> Any:

@@ -10,8 +10,11 @@ from collections.abc import Callable, Sequence
 
 from consumers.attempts import Attempts
 from consumers.boards.base import (
+    BoardListing,
     Delivered,
     ElementOutcome,
+    JobAction,
+    JobRef,
     Submitted,
     TaskOutcome,
     TaskState,
@@ -21,7 +24,10 @@ from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit, CircuitSettings
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item
+from consumers.job_rules import JobTerms
+from consumers.job_watch import JobWatch
 from consumers.lanes import LaneScheduler
+from consumers.listing_changes import ListingChange
 from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy, RetrySettings
 from schemas.events import DeliveryEvent
@@ -109,45 +115,70 @@ class FakeAdapter:
         self.max_batch = max_batch
         self.confirms = confirms
         self.latency_ms = latency_ms
+        self.restates = confirms
+        self.renews = confirms
+        self.listings_per_call = 100
         self.calls: list[tuple[int, list[tuple[str, int]]]] = []  # (when, [(posting, version)])
+        self.operations: list[tuple[str, int, str]] = []  # (posting, version, operation) of each element sent
+        self.actions: list[JobAction] = []  # every element sent, in order
         self.polls: list[tuple[int, list[str]]] = []
+        self.reads: list[tuple[int, list[str]]] = []  # status reads: (when, [posting])
+        self.listing: dict[str, BoardListing] = {}  # what a status read answers, by posting
         self.tokens_seen: list[str] = []
-        self.script: Callable[[Sequence[PostingUpdate]], list[ElementOutcome]] | None = None
+        self.script: Callable[[Sequence[JobAction]], list[ElementOutcome]] | None = None
         self.poll_script: Callable[[Sequence[str]], dict[str, TaskOutcome]] | None = None
         self.refuse_tokens: set[str] = set()
         self.task_ends: dict[str, tuple[int, TaskOutcome]] = {}  # task -> (when, how it ends)
         self.task_delay_ms = 2_000
-        self.task_outcome: Callable[[str, int], TaskOutcome] = lambda _p, _v: TaskOutcome(TaskState.SUCCEEDED)
+        self.task_outcome: Callable[[str, int], TaskOutcome] = lambda p, _v: TaskOutcome(
+            TaskState.SUCCEEDED, job_id=f"urn:li:jobPosting:{p}"
+        )
         self.in_flight = self.most_in_flight = 0
         self.call_errors: list[Exception] = []  # raised by the next calls, one each
         self.down: Exception | None = None  # raised by every call while set
         self.elements: dict[tuple[str, int], list[ElementOutcome]] = {}  # answered in turn, then the default
 
-    async def send(self, updates: Sequence[PostingUpdate], token: str) -> list[ElementOutcome]:
+    async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
         await self._call(token)
-        self.calls.append((self.clock.now, [(u.posting_id, u.version) for u in updates]))
+        versions = [(a.posting_id, a.update.version if a.update else -1) for a in actions]
+        self.calls.append((self.clock.now, versions))
+        self.operations.extend((p, v, a.operation.value) for (p, v), a in zip(versions, actions, strict=True))
+        self.actions.extend(actions)
         if self.down is not None:
             raise self.down
         if self.call_errors:
             raise self.call_errors.pop(0)
         if self.script is not None:
-            return self.script(updates)
+            return self.script(actions)
         answers: list[ElementOutcome] = []
-        for u in updates:
-            planned = self.elements.get((u.posting_id, u.version))
+        for posting_id, version in versions:
+            planned = self.elements.get((posting_id, version))
             if planned:
                 answers.append(planned.pop(0))
                 continue
             if not self.confirms:
-                answers.append(Delivered())
+                answers.append(Delivered(f"job-{posting_id}"))
                 continue
-            task_id = f"task-{u.posting_id}-{u.version}-{len(self.calls)}"
+            task_id = f"task-{posting_id}-{version}-{len(self.calls)}"
             self.task_ends[task_id] = (
                 self.clock.now + self.task_delay_ms,
-                self.task_outcome(u.posting_id, u.version),
+                self.task_outcome(posting_id, version),
             )
             answers.append(Submitted(task_id))
         return answers
+
+    async def listings(self, jobs: Sequence[JobRef], token: str) -> dict[str, BoardListing]:
+        await self._call(token)
+        self.reads.append((self.clock.now, [job.posting_id for job in jobs]))
+        if self.down is not None:
+            raise self.down
+        return {
+            job.posting_id: self.listing[job.posting_id] for job in jobs if job.posting_id in self.listing
+        }
+
+    def ops(self, posting_id: str) -> list[str]:
+        """The operations the board was asked for the posting, in order."""
+        return [operation for p, _, operation in self.operations if p == posting_id]
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
         await self._call(token)
@@ -208,11 +239,15 @@ class FakeOutcomes:
         self.states: list[DeliveryState] = []
         self.letters: list[tuple[str, int, str, int]] = []
         self.events: list[DeliveryEvent] = []
+        self.changes: list[ListingChange] = []
+        self.watch: JobWatch | None = None
 
     async def record(self, item: Item, state: DeliveryState) -> None:
         await asyncio.sleep(0)
         self.states.append(state)
         self.latest[state.posting_id] = state
+        if self.watch is not None:
+            self.watch.track(item.partition, state.posting_id, state.job)
 
     async def dead_letter(self, item: Item, error: str, attempts: int, first_attempt_ms: int) -> None:
         await asyncio.sleep(0)
@@ -220,6 +255,9 @@ class FakeOutcomes:
 
     def event(self, item: Item, event: DeliveryEvent) -> None:
         self.events.append(event)
+
+    def listing_change(self, item: Item, change: ListingChange) -> None:
+        self.changes.append(change)
 
     def timeline(self, posting_id: str) -> list[tuple[int, str, int]]:
         """(version, outcome, attempt) of each event of the posting, in order."""
@@ -242,6 +280,7 @@ class Harness:
         retry: RetrySettings | None = None,
         circuit: CircuitSettings | None = None,
         task_timeout_s: float = 600,
+        terms: JobTerms | None = None,
     ) -> None:
         self.clock = VirtualClock()
         self.board = FakeAdapter(self.clock, max_batch=max_batch, confirms=confirms)
@@ -267,7 +306,12 @@ class Harness:
             RetryPolicy(retry or RetrySettings(first_wait_s=1, max_wait_s=10)),
             clock=self.clock,
             conflate=conflate,
+            terms=terms or JobTerms(restates=confirms),
         )
+        self.jobs = JobWatch(
+            self.destination, self.scheduler, self.outcomes.latest, self.scheduler.terms, self.clock
+        )
+        self.outcomes.watch = self.jobs
 
     def add(self, *items: Item) -> None:
         for one in items:
@@ -288,9 +332,11 @@ def scenario(body: Callable[[Harness], object], **options: object) -> None:
     async def main() -> None:
         harness = Harness(**options)  # type: ignore[arg-type]
         harness.destination.start()
+        watching = asyncio.create_task(harness.jobs.run())
         try:
             await body(harness)  # type: ignore[misc]
         finally:
+            watching.cancel()
             harness.scheduler.close()
             await harness.destination.close()
 

@@ -19,7 +19,7 @@ def stored(tmp_path: Path, open_partitions: range = range(PARTITIONS)) -> Stored
     states = StoredStates(stores, Destination.LINKEDIN, PARTITIONS)
     for partition in open_partitions:  # as a restore leaves them, without asking Kafka
         store = stores.open[partition] = PartitionStore(stores.path(partition), "cluster/topic")
-        states.opened(partition, store, unresolved_in(store))
+        states.opened(partition, store, unresolved_in(store), {})
     return states
 
 

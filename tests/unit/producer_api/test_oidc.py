@@ -77,7 +77,9 @@ def token(key=KEY, kid="k1", algorithm="RS256", **claims) -> str:
     body = {
         "iss": ISSUER,
         "aud": "jobpost",
-        "exp": int(time.time()) + 60,
+        # An hour: the parametrized tokens are made when the tests are collected, minutes before
+        # they run in a full unit run.
+        "exp": int(time.time()) + 3600,
         "sub": "svc-acme",
         "employer": "acme",
         "scope": "postings:read ops openid",

@@ -8,10 +8,19 @@ from enum import StrEnum
 import pytest
 
 from schemas.codec import AVRO_DIR, AvroCodec, RecordCodec, SerializationError, load_schema
-from schemas.enums import DeliveryOutcome, DescriptionFormat, EmploymentType, SalaryPeriod, Workplace
+from schemas.enums import (
+    DeliveryOutcome,
+    DescriptionFormat,
+    EmploymentType,
+    JobHeld,
+    ListingStatus,
+    SalaryPeriod,
+    Workplace,
+)
 from schemas.events import DeliveryEvent
 from schemas.model import (
     Action,
+    BoardJob,
     Command,
     DeliveryState,
     DeliveryStatus,
@@ -40,6 +49,8 @@ ENUMS = {
     "Workplace": Workplace,
     "EmploymentType": EmploymentType,
     "SalaryPeriod": SalaryPeriod,
+    "JobHeld": JobHeld,
+    "ListingStatus": ListingStatus,
 }
 POSTING = Posting("Ingénieur — 東京", "Builds things", "remote ok")
 T = 1_700_000_000_000
@@ -51,6 +62,27 @@ SAMPLES = [
     Reply("req-7", "corr-2", "p-2", Outcome.NOT_FOUND),
     DeliveryState(Destination.SEARCH, "p-1", DeliveryStatus.RETRYING, 2, 3, 4, 10, 20, "503", 30),
     DeliveryState(Destination.LINKEDIN, "p-1", DeliveryStatus.DELIVERED, updated_at=1),
+    DeliveryState(
+        Destination.LINKEDIN,
+        "p-1",
+        DeliveryStatus.DELIVERED,
+        3,
+        updated_at=T,
+        job=BoardJob(
+            JobHeld.OPEN,
+            "urn:li:jobPosting:4200000001",
+            "https://www.linkedin.com/jobs/view/4200000001",
+            "acme",
+            ListingStatus.CLOSED_BY_BOARD,
+            "LinkedIn automatically closes jobs that are reported multiple times",
+            T + 5,
+            T,
+            T + 180 * 86_400_000,
+            None,
+            T + 60_000,
+            b"\xc3\x01content",
+        ),
+    ),
     DeliveryEvent("p-1", 2, Destination.INDEED, 3, DeliveryOutcome.RETRYING, T, "503 — busy", T + 3000),
     DeliveryEvent("p-1", 3, Destination.SEARCH, 0, DeliveryOutcome.SKIPPED, T),
 ]
@@ -172,3 +204,18 @@ def test_an_unknown_destination_raises_serialization_error():
     data = codec.avro.encode({**SAMPLES[5].to_avro(), "destination": "search-indexer"})
     with pytest.raises(SerializationError, match="search-indexer"):
         codec.decode(data)
+
+
+def test_a_delivery_state_from_before_v3_reads_with_what_the_board_holds_derived():
+    old = AvroCodec(load_schema("delivery_state.v2.avsc"))
+    current = typed(DeliveryState)
+    fields = {**SAMPLES[5].to_avro(), "destination": "linkedin"}
+    del fields["job"]
+
+    def read(**changes: object) -> DeliveryState:
+        return current.decode(old.encode({**fields, **changes}))
+
+    delivered = read(status="DELIVERED", delivered_version=2)
+    assert delivered.job is None and delivered.held == JobHeld.OPEN  # its id unknown
+    assert read(status="CLOSED", delivered_version=3).held == JobHeld.CLOSED
+    assert read(status="FAILED", delivered_version=None).held == JobHeld.NONE

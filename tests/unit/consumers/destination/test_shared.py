@@ -163,7 +163,7 @@ def _fail_while(h: Harness, faulty: dict[str, bool]) -> None:
     async def failing_send(updates, token):
         if faulty["on"]:
             await h.board._call(token)
-            h.board.calls.append((h.clock.now, [(u.posting_id, u.version) for u in updates]))
+            h.board.calls.append((h.clock.now, [(u.posting_id, u.update.version) for u in updates]))
             raise CallFailed("linkedin answered 200 with a body that is not UTF-8 JSON: '<html>'")
         return await send(updates, token)
 

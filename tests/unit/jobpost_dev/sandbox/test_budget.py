@@ -1,8 +1,16 @@
-"""The sandbox's budget window and limits: pure, with the time given."""
+"""The sandbox's budget window, daily counts and limits: pure, with the time given."""
 
 import pytest
 
-from jobpost_dev.sandbox.limits import DEFAULT_LIMITS, Limits, RollingWindow, limits_for
+from jobpost_dev.sandbox.limits import (
+    DEFAULT_LIMITS,
+    JOBS,
+    TASK_STATUS,
+    Limits,
+    RollingWindow,
+    Today,
+    limits_for,
+)
 
 
 def test_calls_are_admitted_up_to_the_records_per_minute_and_then_told_when_they_fit():
@@ -47,3 +55,21 @@ def test_a_put_sets_what_it_names_and_the_boards_defaults_for_the_rest():
     assert set_.token_ttl_s == 1800  # not named: LinkedIn's 30 minutes
     with pytest.raises(ValueError, match="LinkedIn's"):
         limits_for("indeed", Limits(task_delay_s=1))
+    with pytest.raises(ValueError, match="Indeed's"):
+        limits_for("linkedin", Limits(indexing_delay_s=1))
+
+
+def test_a_day_counts_records_requests_and_status_calls_apart_and_starts_again_at_midnight():
+    today, limits = Today(), Limits(records_per_day=10, requests_per_day=2, task_status_calls_per_day=1)
+    today.roll(19_000)
+    assert today.over(JOBS, 10, limits) is None
+    today.count(JOBS, 8)
+    assert today.over(JOBS, 3, limits) == "10 records a day"
+    today.count(JOBS, 1)
+    assert today.over(JOBS, 1, limits) == "2 requests a day"
+    today.count(TASK_STATUS, 0)
+    assert today.over(TASK_STATUS, 0, limits) == "1 task status calls a day"
+    today.roll(19_000)
+    assert today.records == 9
+    today.roll(19_001)
+    assert today.to_json() == {"records": 0, "requests": 0, "task_status_calls": 0, "status_calls": 0}

@@ -45,7 +45,6 @@ def _held_call(url: str, token: str) -> None:
         "Authorization": f"Bearer {token}",
         "X-RestLi-Method": "batch_create",
         "LinkedIn-Version": "202507",
-        "Idempotency-Key": "p1:0",
     }
     with contextlib.suppress(httpx.TransportError):  # the sandbox went away under it, as it should
         httpx.post(

@@ -6,7 +6,7 @@ from producer_api.http import present
 from producer_api.http.answers import _PROBLEM_OF
 from producer_api.http.ops_models import Board
 from producer_api.read import timeline
-from producer_api.read.progress import Progress, ProgressStatus
+from producer_api.read.progress import Listing, Progress, ProgressStatus
 from producer_api.read.timeline import VersionLine
 from producer_api.read.views import PostingView
 from producer_api.service import Refusal
@@ -37,14 +37,15 @@ def test_a_timeline_as_the_playground_reads_it():
         "deleted": False,
         "versions": [{"version": 0, "op": "CREATED", "at": 5, "title": "Engineer"}],
         "lanes": {
-            "linkedin": {"cells": [pending], "waiting_for": None, "closed": False},
+            "linkedin": {"cells": [pending], "waiting_for": None, "closed": False, "listing": None},
             "indeed": {
                 "cells": [{**pending, "state": "retrying", "at": 7, "attempts": 2, "error": "503",
                            "next_attempt_at": 9}],
                 "waiting_for": None,
                 "closed": False,
+                "listing": None,
             },
-            "search": {"cells": [pending], "waiting_for": None, "closed": False},
+            "search": {"cells": [pending], "waiting_for": None, "closed": False, "listing": None},
         },
         "events": [
             {"posting_id": "p", "version": 0, "destination": "indeed", "attempt": 2, "outcome": "retrying",
@@ -55,8 +56,9 @@ def test_a_timeline_as_the_playground_reads_it():
 
 def test_delivery_progress_names_every_destination():
     view = PostingView("p", 3, False, Posting("T", ""), 1)
+    live = Listing("urn:li:jobPosting:42", "https://www.linkedin.com/jobs/view/42", "live", None, 11)
     progress = [
-        Progress(Destination.LINKEDIN, ProgressStatus.RETRYING, 2, 4, 10, 20, "timeout"),
+        Progress(Destination.LINKEDIN, ProgressStatus.RETRYING, 2, 4, 10, 20, "timeout", listing=live),
         Progress(Destination.INDEED, ProgressStatus.SUBMITTED, 2, 1, task_id="urn:li:simpleJobPostingTask:7"),
         Progress(Destination.SEARCH, ProgressStatus.PENDING),
     ]
@@ -68,6 +70,10 @@ def test_delivery_progress_names_every_destination():
     assert answer["destinations"]["linkedin"] == {
         "delivered_version": 2, "status": "retrying", "attempts": 4, "first_attempt_at": 10,
         "next_attempt_at": 20, "last_error": "timeout", "task_id": None, "paused_reason": None,
+        "listing": {
+            "id": "urn:li:jobPosting:42", "url": "https://www.linkedin.com/jobs/view/42",
+            "status": "live", "reason": None, "since": 11,
+        },
     }  # fmt: skip
     indeed = answer["destinations"]["indeed"]
     assert (indeed["status"], indeed["task_id"]) == ("submitted", "urn:li:simpleJobPostingTask:7")
