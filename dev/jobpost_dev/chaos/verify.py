@@ -25,6 +25,7 @@ class Accepted:
     request_id: str
     marker: str  # the notes of the request: an unkeyed attempt's token
     partition: int = -1  # of jobpost.postings
+    title: str = ""  # what the boards tell versions apart by (the run varies nothing else)
 
 
 @dataclass
@@ -62,7 +63,7 @@ def accepted(update: PostingUpdate, partition: int = -1) -> Accepted:
     version before it (the boards close what they had): its notes are that write's marker,
     not a write of its own."""
     marker = "" if update.op == Op.DELETED else update.posting.notes
-    return Accepted(update.version, update.op, update.request_id, marker, partition)
+    return Accepted(update.version, update.op, update.request_id, marker, partition, update.posting.title)
 
 
 def check_log(ledger: Ledger, log: dict[str, list[Accepted]]) -> Verdict:
@@ -116,20 +117,31 @@ def check_outside(
 def _board_matches(
     http: httpx.Client, sandbox: str, board: str, posting_id: str, log: list[Accepted]
 ) -> bool:
+    """The board holds the posting as accepted, in the board's own terms: neither board knows
+    our version numbers, so the sandbox numbers the distinct contents it applied in the order
+    it first saw them (a version sent again after a lost answer, or an unkeyed write applied
+    twice with the same text, is one content). Every content reached it once, in order, and
+    its one job holds the last version's title, open (closed after a delete)."""
     response = http.get(f"{sandbox}/_sandbox/{board}/postings/{posting_id}")
-    if response.status_code != 200:
+    jobs = http.get(f"{sandbox}/_sandbox/{board}/jobs", params={"posting_id": posting_id})
+    deleted = log[-1].op == "DELETED"
+    if response.status_code == 404 and deleted and jobs.status_code == 200 and not jobs.json()["jobs"]:
+        return True  # deleted before any version reached the board: nothing to close
+    if response.status_code != 200 or jobs.status_code != 200:
         return False
     seen = response.json()
     versions: list[int] = seen["versions"]
-    accepted = [a.version for a in log]
-    if len(set(versions)) != len(versions) or versions != sorted(versions):
-        return False  # applied twice, or out of order
-    if log[-1].op == "DELETED":
+    if versions != sorted(set(versions)) or versions != list(range(len(versions))):
+        return False  # a content applied twice, or an older one after a newer
+    held = jobs.json()["jobs"]
+    if len(held) != 1:
+        return False
+    (job,) = held
+    if deleted:
         # Updates a queued delete superseded may be skipped; the delete itself must be there.
-        return (
-            set(versions) <= set(accepted) and versions[-1:] == accepted[-1:] and seen["status"] == "closed"
-        )
-    return versions == accepted
+        return job["status"] == "closed" and job["title"] == log[-1].title
+    contents = set(a.title for a in log)
+    return len(versions) == len(contents) and job["title"] == log[-1].title and job["status"] != "closed"
 
 
 def count_dead_letters(kafka: KafkaSettings) -> dict[str, int]:

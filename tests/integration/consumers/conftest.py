@@ -39,6 +39,12 @@ class Sandbox:
         assert response.status_code == 200, response.text
         return response.json()
 
+    def jobs(self, board: str) -> list[dict]:
+        """Every job the board holds (`GET /_sandbox/{board}/jobs`)."""
+        response = httpx.get(f"{self.url}/_sandbox/{board}/jobs", timeout=30)
+        assert response.status_code == 200, response.text
+        return response.json()["jobs"]
+
     def applied(self, board: str, posting_id: str) -> list[int]:
         seen = self.posting(board, posting_id)
         return seen["versions"] if seen else []

@@ -1,9 +1,13 @@
 """The fault run's verdict on the log: what counts as lost or applied twice; its report's
 stretches without a write."""
 
+import dataclasses
+
+import httpx
+
 from jobpost_dev.chaos.load import Ack, Ledger, Sample
 from jobpost_dev.chaos.report import FaultWindow, Report
-from jobpost_dev.chaos.verify import Verdict, accepted, check_log
+from jobpost_dev.chaos.verify import Verdict, _board_matches, accepted, check_log
 from schemas.model import Op, Posting, PostingUpdate
 
 
@@ -79,3 +83,42 @@ def test_the_partition_line_says_when_its_stretch_began_and_which_fault_it_follo
     line = "longest stretch without a successful write on a partition: 18.0 s (number 1, from 2.0 s after "
     assert f"{line}the first acknowledged write; api-kill)" in with_fault.lines()
     assert f"{line}the first acknowledged write; no fault)" in without.lines()
+
+
+def board(versions: list[int] | None, jobs: list[dict]):
+    """A sandbox board answering for p1: its numbers of the contents it applied, its jobs."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/jobs"):
+            return httpx.Response(200, json={"jobs": jobs})
+        if versions is None:
+            return httpx.Response(404, json={"detail": "never seen"})
+        return httpx.Response(200, json={"versions": versions, "status": "open"})
+
+    return httpx.Client(transport=httpx.MockTransport(answer), base_url="http://sandbox")
+
+
+def titled(*versions: tuple[int, Op, str]) -> list:
+    return [
+        accepted(dataclasses.replace(update(v, op, f"k-{v}", ""), posting=Posting(title, "D")))
+        for v, op, title in versions
+    ]
+
+
+def test_a_board_is_read_in_its_own_terms_contents_not_version_numbers():
+    # v2 repeats v1's text (an unkeyed write applied twice): the board sees two contents.
+    log = titled((0, Op.CREATED, "A"), (1, Op.UPDATED, "B"), (2, Op.UPDATED, "B"))
+    live_b = [{"title": "B", "status": "live"}]
+
+    assert _board_matches(board([0, 1], live_b), "", "linkedin", "p1", log)
+    assert not _board_matches(board([0], [{"title": "A", "status": "live"}]), "", "linkedin", "p1", log)
+    assert not _board_matches(board([1, 0], live_b), "", "linkedin", "p1", log)  # an older content after
+    assert not _board_matches(board([0, 1], live_b * 2), "", "linkedin", "p1", log)  # two jobs of one posting
+
+
+def test_a_deleted_posting_is_closed_at_the_board_or_never_reached_it():
+    log = titled((0, Op.CREATED, "A"), (1, Op.DELETED, "A"))
+
+    assert _board_matches(board([0, 1], [{"title": "A", "status": "closed"}]), "", "indeed", "p1", log)
+    assert _board_matches(board(None, []), "", "indeed", "p1", log)  # the delete superseded the create
+    assert not _board_matches(board([0], [{"title": "A", "status": "live"}]), "", "indeed", "p1", log)
