@@ -23,12 +23,12 @@ from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
 from producer_api.http.identity import Identity
 from producer_api.operations import Operations
-from producer_api.read.dead_letters import DeadLettersView
-from producer_api.read.search import TitleSearch
+from producer_api.read.dead_letter_index import DeadLettersView
+from producer_api.read.title_search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
 from producer_api.service import PostingService
-from producer_api.webhooks import WebhookService, open_webhooks
+from producer_api.webhook_service import WebhookService, open_webhooks
 from runtime.snapshots import fetch, has_state
 from schemas.model import Destination
 from schemas.topics import BOARDS

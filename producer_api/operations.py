@@ -12,7 +12,7 @@ deleted posting's versions are never sent again: its delete closes it at the boa
 
 Nothing here reads a whole topic per request or makes a client per call, except a redrive
 (an operator's action, which needs the letters' records): the lists come from each board's
-index of its letters (`producer_api.read.dead_letters`), presented at most once a second per
+index of its letters (`producer_api.read.dead_letter_index`), presented at most once a second per
 board however many tabs ask, and the lag from one admin client and one probe consumer for
 the process's life, likewise at most once a second.
 """
@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient
 
 from producer_api.config import ApiSettings
-from producer_api.read.dead_letters import DeadLettersView, IndexedLetter
+from producer_api.read.dead_letter_index import DeadLettersView, IndexedLetter
 from producer_api.read.views import DeliveriesView, PostingsView
 from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
 from runtime.kafka_clients import KafkaClients
