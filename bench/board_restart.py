@@ -1,4 +1,4 @@
-"""A board consumer's restart with its state on disk (`consumers.states`).
+"""A board consumer's restart with its state on disk (`consumers.delivery_states`).
 
 1,000,000 postings' DeliveryStates are put in LinkedIn's local stores (6 partitions, as a
 consumer leaves them), `jobpost.deliveries` holds a tail of 10,000 states past their

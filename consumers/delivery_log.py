@@ -9,9 +9,9 @@ import logging
 
 from confluent_kafka import Message, Producer
 
+from consumers.delivery_states import StoredStates
 from consumers.items import Item
 from consumers.listing_changes import ListingChange
-from consumers.states import StoredStates
 from runtime.dead_letters import dead_letter
 from runtime.deliveries import event_record, publish, state_record
 from runtime.listing_events import listing_event, stable_event_id

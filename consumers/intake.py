@@ -5,7 +5,7 @@ lane, which says when it is finished. A redrive request joins it only once the d
 names is found to hold what it carries (`consumers.letter_check`).
 
 Retry progress lives in `jobpost.deliveries` and, as a cache of it, in a local store per
-partition (`consumers.states`), restored on a worker thread when a partition is assigned,
+partition (`consumers.delivery_states`), restored on a worker thread when a partition is assigned,
 before its records are read, so a restarted or rebalanced consumer resumes the same attempt
 count and deadline, reading only what changed since. The destination's rate budget is the
 group's, shared out by the partitions each member owns.
@@ -21,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import KafkaException, Message, Producer
 
+from consumers.delivery_states import StoredStates
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item, posting_item, request_item
 from consumers.lanes import LaneScheduler
 from consumers.letter_check import LetterReader, refusal, refuse
-from consumers.states import StoredStates
 from schemas.model import Destination
 from schemas.topics import Topics
 

@@ -7,7 +7,7 @@ board's lifetime (LinkedIn's 180 days), renewed ahead of its end.
 What it learns goes into the posting's lane as news (`items.JobNews`), never into the state
 directly: the lane is the only writer of a posting's DeliveryState, so news is written in
 order with the versions. What is due comes from each state the lane writes (and those a
-restore finds: `consumers.states`), so it is durable across restarts: an expiry missed
+restore finds: `consumers.delivery_states`), so it is durable across restarts: an expiry missed
 while the consumer was down closes the job as soon as it is back.
 
 Status reads go through the destination (`SharedDestination.read_listings`): within the

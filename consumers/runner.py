@@ -23,6 +23,7 @@ from consumers.attempts import Attempts
 from consumers.clock import Clock, SystemClock
 from consumers.config import ConsumerSettings
 from consumers.delivery_log import KafkaDeliveryLog
+from consumers.delivery_states import StoredStates
 from consumers.destination.metrics import STRANDED
 from consumers.destination.shared import SharedDestination
 from consumers.intake import BoardIntake
@@ -31,7 +32,6 @@ from consumers.lanes import LaneScheduler
 from consumers.letter_check import LetterReader
 from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy
-from consumers.states import StoredStates
 from runtime.consume_loop import ConsumeLoop, Source
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import Stores

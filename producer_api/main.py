@@ -21,8 +21,11 @@ def run_api() -> None:
     if not settings.any_credentials():
         # An API that accepts no token would refuse every request; one with a default
         # token would accept anyone's. Neither is a safe way to start.
-        print("error: no credentials: set JOBPOST_API_TOKENS (development tokens), "
-              "JOBPOST_API_CREDENTIALS_FILE or JOBPOST_API_OIDC_JWKS_URL", file=sys.stderr)  # fmt: skip
+        print(
+            "error: no credentials: set JOBPOST_API_TOKENS (development tokens), "
+            "JOBPOST_API_CREDENTIALS_FILE or JOBPOST_API_OIDC_JWKS_URL",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     check_at_start(settings.kafka)
     try:

@@ -12,7 +12,7 @@ deleted posting's versions are never sent again: its delete closes it at the boa
 
 Nothing here reads a whole topic per request or makes a client per call, except a redrive
 (an operator's action, which needs the letters' records): the lists come from each board's
-index of its letters (`producer_api.read.dead_letters`), presented at most once a second per
+index of its letters (`producer_api.read.dead_letter_index`), presented at most once a second per
 board however many tabs ask, and the lag from one admin client and one probe consumer for
 the process's life, likewise at most once a second.
 """
@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient
 
 from producer_api.config import ApiSettings
-from producer_api.read.dead_letters import DeadLettersView
+from producer_api.read.dead_letter_index import DeadLettersView, IndexedLetter
 from producer_api.read.views import DeliveriesView, PostingsView
 from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
 from runtime.kafka_clients import KafkaClients
@@ -43,6 +43,39 @@ from schemas.topics import BOARDS, Component, ReaderGroup, Topics
 T = TypeVar("T")
 _LISTED = 500  # newest letters a list shows
 _COUNTED = 1000  # a lag up to this many offsets is counted record by record
+
+
+@dataclasses.dataclass(frozen=True)
+class ListedLetter(IndexedLetter):
+    """A dead letter as the operations panel lists it: where it lies, what it holds and
+    whether it is resolved (its version, or a newer one, delivered since; or a later
+    version deleted the posting)."""
+
+    resolved: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RedriveWritten:
+    """A redrive request written (Kafka acknowledged it)."""
+
+    request_id: str
+    posting_id: str
+    version: int
+    partition: int  # where its letter lies in the board's dead-letter topic
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupLag:
+    group: str
+    destination: Destination
+    lag: int  # records of jobpost.postings the group has not committed
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxBoards:
+    available: bool  # a job-board sandbox runs with this API
+    boards: dict[str, dict[str, Any]]  # each board's fault settings
 
 
 class SandboxMissing(Exception):
@@ -80,8 +113,8 @@ class Operations:
         self.topics = Topics(settings.kafka.topic_prefix)
         self._producer: Producer | None = None
         self._lock = asyncio.Lock()  # one redrive at a time
-        self._listed = {board: Recent[list[dict[str, Any]]]() for board in BOARDS}
-        self._lags = Recent[list[dict[str, Any]]]()
+        self._listed = {board: Recent[list[ListedLetter]]() for board in BOARDS}
+        self._lags = Recent[list[GroupLag]]()
         self._lag_clients: tuple[AdminClient, Consumer] | None = None
         self._lag_lock = threading.Lock()  # the probe consumer's assignment is one at a time
 
@@ -89,27 +122,27 @@ class Operations:
         state = self.deliveries.get(posting_id).get(board)
         return -1 if state is None or state.delivered_version is None else state.delivered_version
 
-    async def dead_letters(self, board: Destination) -> list[dict[str, Any]]:
+    async def dead_letters(self, board: Destination) -> list[ListedLetter]:
         """The board's letters, newest first, one per posting version (the newest letter),
         from its index."""
         return await self._listed[board].get(lambda: asyncio.to_thread(self._from_index, board))
 
-    def _from_index(self, board: Destination) -> list[dict[str, Any]]:
+    def _from_index(self, board: Destination) -> list[ListedLetter]:
         index = self.letters.get(board)
         letters = [] if index is None else index.newest()[:_LISTED]
         return [
-            {
+            ListedLetter(
                 **dataclasses.asdict(letter),
-                "resolved": letter.posting_id is not None
+                resolved=letter.posting_id is not None
                 and letter.version is not None
                 and self._settled(board, letter.posting_id, letter.version),
-            }
+            )
             for letter in letters
         ]
 
     async def redrive(
         self, board: Destination, partition: int | None, offset: int | None, requested_by: str
-    ) -> list[dict[str, Any]]:
+    ) -> list[RedriveWritten]:
         """Ask the board's consumer to attempt one letter (partition and offset) or every
         unresolved one once more, oldest first: the requests written, once Kafka took them."""
         async with self._lock:
@@ -124,29 +157,29 @@ class Operations:
             if not await asyncio.to_thread(deliver_all, self._producer_or_new(), records, lambda: False):
                 raise RuntimeError("Kafka did not acknowledge the redrive requests")
         return [
-            {
-                "request_id": r.request.request_id,
-                "posting_id": r.request.posting_id,
-                "version": r.request.version,
-                "partition": r.request.letter_partition,
-                "offset": r.request.letter_offset,
-            }
+            RedriveWritten(
+                r.request.request_id,
+                r.request.posting_id,
+                r.request.version,
+                r.request.letter_partition,
+                r.request.letter_offset,
+            )
             for r in requested
         ]
 
-    async def lag(self) -> list[dict[str, Any]]:
+    async def lag(self) -> list[GroupLag]:
         return await self._lags.get(lambda: asyncio.to_thread(self._lag))
 
-    async def boards(self) -> dict[str, Any]:
+    async def boards(self) -> SandboxBoards:
         if not self.settings.sandbox_url:
-            return {"available": False, "boards": {}}
+            return SandboxBoards(available=False, boards={})
         async with httpx.AsyncClient(base_url=self.settings.sandbox_url, timeout=5) as client:
             found = {}
             for board in BOARDS:
                 response = await client.get(f"/_sandbox/{board.value}/faults")
                 response.raise_for_status()
                 found[board.value] = response.json()
-        return {"available": True, "boards": found}
+        return SandboxBoards(available=True, boards=found)
 
     async def set_faults(self, board: Destination, faults: dict[str, Any]) -> dict[str, Any]:
         if not self.settings.sandbox_url:
@@ -194,14 +227,14 @@ class Operations:
             self._lag_clients = (clients.admin(), probe)
         return self._lag_clients
 
-    def _lag(self) -> list[dict[str, Any]]:
+    def _lag(self) -> list[GroupLag]:
         kafka = self.settings.kafka
         partitions = [TopicPartition(self.topics.postings, p) for p in range(kafka.partitions)]
         groups = self.settings.delivery_groups()
         with self._lag_lock:
             admin, probe = self._clients()
             ends = {tp.partition: probe.get_watermark_offsets(tp, timeout=5) for tp in partitions}
-            found = []
+            found: list[GroupLag] = []
             for destination, group in groups.items():
                 request = [ConsumerGroupTopicPartitions(group, partitions)]
                 committed = admin.list_consumer_group_offsets(request)[group].result(10).topic_partitions
@@ -211,7 +244,7 @@ class Operations:
                     if (tp.offset if tp.offset >= 0 else ends[tp.partition][0]) < ends[tp.partition][1]
                 }
                 lag = sum(_records_after(probe, self.topics.postings, behind, ends).values())
-                found.append({"group": group, "destination": destination.value, "lag": lag})
+                found.append(GroupLag(group, destination, lag))
             return found
 
 

@@ -29,7 +29,7 @@ from prometheus_client import Gauge
 from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
 from producer_api.read.log_view import LogView, ViewStatus
-from producer_api.read.search import TitleSearch
+from producer_api.read.title_search import TitleSearch
 from runtime.kafka_clients import KafkaClients
 from schemas.topics import Topics
 from sequencer.member import Sequencer

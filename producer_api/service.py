@@ -18,8 +18,8 @@ from producer_api.callers import Caller
 from producer_api.commands import CommandClient, NotWritten
 from producer_api.read import timeline
 from producer_api.read.progress import Progress, progress
-from producer_api.read.search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.timeline import Timeline
+from producer_api.read.title_search import BadCursor, SearchUnavailable, TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView, PostingView
 from schemas.model import DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting
 from schemas.search import SearchDocument

@@ -36,7 +36,7 @@ from schemas.model import (
     PostingUpdate,
     Reply,
 )
-from sequencer.states import MemoryStates, NoTexts, PostingStateStore, PostingTexts
+from sequencer.posting_states import MemoryStates, NoTexts, PostingStateStore, PostingTexts
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 DEFAULT_BUDGET_MS = 10_000  # a command of a release before budgets: its API waited 10 s

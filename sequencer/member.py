@@ -160,8 +160,9 @@ class Sequencer:
                 raise
             except Exception as exc:  # any failure ends the session, never the member
                 expected = isinstance(exc, KafkaException | TimeoutError | SessionStuck)
-                log.warning("sequencer session ended: %r; a new one in %.1f s", exc, backoff,
-                            exc_info=not expected)  # fmt: skip
+                log.warning(
+                    "sequencer session ended: %r; a new one in %.1f s", exc, backoff, exc_info=not expected
+                )
             finally:
                 if session is not None and session.came_up:
                     last_up = time.monotonic()

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, Message
 from prometheus_client import Counter
 
 from schemas import codec
-from sequencer.states import ChangelogRecords
+from sequencer.posting_states import ChangelogRecords
 
 MISPREDICTED = Counter(
     "jobpost_sequencer_mispredicted_offsets_total",

@@ -28,7 +28,7 @@ from schemas.model import Posting
 from schemas.topics import Component, Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState
-from sequencer.states import ChangelogRecords
+from sequencer.posting_states import ChangelogRecords
 
 log = logging.getLogger(__name__)
 

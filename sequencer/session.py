@@ -40,8 +40,8 @@ from sequencer.clock import BrokerClock
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState, deadline_of
 from sequencer.placements import Placements, corrected_states, with_corrections
+from sequencer.posting_states import ChangelogRecords
 from sequencer.restore import Restorer
-from sequencer.states import ChangelogRecords
 from sequencer.watch import TransactionTimer
 
 Report = Callable[..., None]  # the member's status, changed by keyword (Sequencer._report_from)

@@ -1,10 +1,10 @@
-"""The FastAPI application: built from settings, its Kafka clients started in the lifespan."""
+"""The FastAPI application: its routes and layers; the parts it serves from are built by
+`producer_api.bootstrap` and only started and stopped by the lifespan."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,10 +16,8 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from listing.employers import EmployerRegistry
-from producer_api.audit import Audit
-from producer_api.bulkhead import Bulkhead
-from producer_api.commands import CommandClient, OutcomeUnknown
+from producer_api.bootstrap import bootstrap, copy_from_peers
+from producer_api.commands import OutcomeUnknown
 from producer_api.config import ApiSettings
 from producer_api.http import answers, docs, problems
 from producer_api.http.bodies import BodyReader
@@ -29,18 +27,9 @@ from producer_api.http.identity import Identity
 from producer_api.http.limits import ConcurrencyLimit
 from producer_api.http.ports import PortSplit
 from producer_api.http.routes import batch, health, operations, postings, snapshot, validation, webhooks
-from producer_api.operations import Operations
-from producer_api.read.dead_letters import DeadLettersView
-from producer_api.read.search import TitleSearch
-from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
-from producer_api.readiness import Readiness
-from producer_api.service import PostingError, PostingService, Unavailable
-from producer_api.webhooks import open_webhooks
+from producer_api.service import PostingError, Unavailable
 from runtime import write_stages
-from runtime.snapshots import fetch, has_state
-from schemas.topics import BOARDS
 from sequencer.config import SequencerSettings
-from sequencer.member import Sequencer, run_in_process
 
 log = logging.getLogger(__name__)
 _UI = Path(__file__).parent.parent / "ui"  # the playground's static files
@@ -60,74 +49,17 @@ def create_app(
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.identity = identity or Identity.of(settings)
-        if settings.peers() and not has_state(settings.state.dir, PostingsView.reader):
-            # A new replica: a live one's stores, then only what came since, from Kafka.
-            await asyncio.to_thread(
-                fetch,
-                settings.peers(),
-                settings.peer_token(),
-                settings.state.dir,
-                verify=settings.peer_verify(),
-            )
-        commands = CommandClient(settings.kafka, settings.command_budget_s, settings.write_timeout_s)
-        view = PostingsView(settings.kafka, settings.state)
-        deliveries = DeliveriesView(settings.kafka, settings.state)
-        events = DeliveryEventsView(settings.kafka, settings.state)
-        letters = {board: DeadLettersView(settings.kafka, board, settings.state) for board in BOARDS}
-        commands.start()
-        view.start()
-        deliveries.start()
-        events.start()
-        for index in letters.values():
-            index.start()
-        sequencer, sequencing = None, None
-        if settings.embedded_sequencer:
-            sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
-            # Never ends this process: the HTTP front and the read views outlive any failure
-            # of the member (decision 0011).
-            sequencing = threading.Thread(target=run_in_process, args=(sequencer,), name="sequencer")
-            sequencing.daemon = True
-            sequencing.start()
-        app.state.settings = settings
-        audit = app.state.audit = Audit(settings.kafka)
-        searches = Bulkhead("searches", settings.searches_max, settings.strong_read_timeout_s)
-        strong_reads = Bulkhead("strong reads", settings.strong_reads_max, settings.strong_read_timeout_s)
-        search = TitleSearch(settings.elasticsearch, settings.search_alias, searches)
-        app.state.service = PostingService(
-            commands,
-            view,
-            deliveries,
-            search,
-            settings.write_timeout_s,
-            events,
-            audit,
-            strong_reads,
-            EmployerRegistry.load(settings.employers_file),
-        )
-        app.state.operations = Operations(settings, deliveries, view, letters)
-        app.state.readiness = Readiness(settings, commands, [view, deliveries], sequencer, search)
-        app.state.webhooks = open_webhooks(settings, audit)
+        await asyncio.to_thread(copy_from_peers, settings)
+        parts = bootstrap(settings, sequencer_settings, identity)
+        parts.start()
+        state = app.state
+        state.settings, state.identity, state.audit = settings, parts.identity, parts.audit
+        state.service, state.operations = parts.service, parts.operations
+        state.readiness, state.webhooks = parts.readiness, parts.webhooks
         try:
             yield
         finally:
-            if sequencer and sequencing:
-                # Let the member leave the group (and close its stores): its partitions
-                # move at once instead of after the session timeout.
-                sequencer.stop()
-                await asyncio.to_thread(sequencing.join, 15)
-            view.close()
-            deliveries.close()
-            events.close()
-            for index in letters.values():
-                index.close()
-            app.state.operations.close()
-            app.state.webhooks.close()
-            commands.close()
-            search.close()
-            searches.close()
-            strong_reads.close()
-            audit.close()
+            await parts.stop()
 
     app = FastAPI(
         title="jobpost",

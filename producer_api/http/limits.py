@@ -79,9 +79,11 @@ class ConcurrencyLimit:
         if self.in_flight >= self.limit:
             REFUSED.labels("busy").inc()
             busy = Problem(
-                503, "Service unavailable", "this replica has too many requests in flight",
+                503,
+                "Service unavailable",
+                "this replica has too many requests in flight",
                 headers={"Retry-After": "1"},
-            )  # fmt: skip
+            )
             await busy.response()(scope, receive, send)
             return
         self.in_flight += 1

@@ -108,10 +108,12 @@ def check_outside(
                 return
             found |= {d["_id"]: d.get("_source", {}) for d in response.json()["docs"] if d.get("found")}
     verdict.index = [
-        p for p, versions in log.items()
-        if (doc := found.get(p)) is None or doc.get("version") != versions[-1].version
+        p
+        for p, versions in log.items()
+        if (doc := found.get(p)) is None
+        or doc.get("version") != versions[-1].version
         or (doc.get("status") == "deleted") != (versions[-1].op == "DELETED")
-    ]  # fmt: skip
+    ]
 
 
 def _board_matches(

@@ -143,10 +143,17 @@ class KafkaServer(Server):
         """Write the SCRAM users into a storage formatted without them (Kafka's kafka-configs)."""
         for name, password in self.settings.kafka_scram_users.items():
             result = self.tool(
-                "kafka.admin.ConfigCommand", "--bootstrap-server", self.address, "--alter",
-                "--add-config", f"{SCRAM}=[password={password.get_secret_value()}]",
-                "--entity-type", "users", "--entity-name", name,
-            )  # fmt: skip
+                "kafka.admin.ConfigCommand",
+                "--bootstrap-server",
+                self.address,
+                "--alter",
+                "--add-config",
+                f"{SCRAM}=[password={password.get_secret_value()}]",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                name,
+            )
             if result.returncode != 0:
                 raise StackError(f"adding the SCRAM user {name} failed:\n{result.stdout}{result.stderr}")
 

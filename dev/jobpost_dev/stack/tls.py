@@ -43,11 +43,23 @@ class CertificateAuthority:
         folder.mkdir(parents=True, exist_ok=True)
         authority = cls(folder)
         _openssl(
-            "req", "-x509", *_EC_KEY, "-nodes", "-days", str(DAYS), "-subj", f"/CN={name}",
-            "-keyout", str(authority.key), "-out", str(authority.certificate),
-            "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        )  # fmt: skip
+            "req",
+            "-x509",
+            *_EC_KEY,
+            "-nodes",
+            "-days",
+            str(DAYS),
+            "-subj",
+            f"/CN={name}",
+            "-keyout",
+            str(authority.key),
+            "-out",
+            str(authority.certificate),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        )
         authority.key.chmod(0o600)
         return authority
 
@@ -64,9 +76,22 @@ class CertificateAuthority:
             f"subjectAltName={names}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n"
         )
         _openssl(
-            "x509", "-req", "-in", str(request), "-CA", str(self.certificate), "-CAkey", str(self.key),
-            "-CAcreateserial", "-days", str(DAYS), "-extfile", str(extensions), "-out", str(signed),
-        )  # fmt: skip
+            "x509",
+            "-req",
+            "-in",
+            str(request),
+            "-CA",
+            str(self.certificate),
+            "-CAkey",
+            str(self.key),
+            "-CAcreateserial",
+            "-days",
+            str(DAYS),
+            "-extfile",
+            str(extensions),
+            "-out",
+            str(signed),
+        )
         signed.write_text(signed.read_text() + self.certificate.read_text())  # the chain
         request.unlink()
         extensions.unlink()
@@ -78,9 +103,19 @@ class CertificateAuthority:
         issued = self.issue(name, hosts)
         keystore, password = self.folder / f"{name}.p12", secrets.token_urlsafe(18)
         _openssl(
-            "pkcs12", "-export", "-name", name, "-in", str(issued.certificate), "-inkey", str(issued.key),
-            "-out", str(keystore), "-passout", f"pass:{password}",
-        )  # fmt: skip
+            "pkcs12",
+            "-export",
+            "-name",
+            name,
+            "-in",
+            str(issued.certificate),
+            "-inkey",
+            str(issued.key),
+            "-out",
+            str(keystore),
+            "-passout",
+            f"pass:{password}",
+        )
         keystore.chmod(0o600)
         password_file = keystore.with_suffix(".password")
         password_file.write_text(password)

@@ -48,7 +48,7 @@ Audited = Annotated[Audit, Depends(_audit)]
 async def dead_letters(board: BoardName, ops: Ops) -> LettersOut:
     """The board's dead letters, newest first."""
     letters = await ops.dead_letters(Destination(board))
-    return LettersOut.model_validate({"board": board, "letters": letters})
+    return LettersOut.model_validate({"board": board, "letters": letters}, from_attributes=True)
 
 
 @router.post(
@@ -78,24 +78,24 @@ async def redrive(
         )
     requests = await ops.redrive(Destination(board), body.partition, body.offset, caller.name)
     for request in requests:
+        detail = f"{board} requested {request.request_id}"
         audit.record(
-            caller, AuditAction.REDRIVE, posting_id=request["posting_id"], version=request["version"],
-            detail=f"{board} requested {request['request_id']}",
-        )  # fmt: skip
-    return RedriveOut.model_validate({"requests": requests})
+            caller, AuditAction.REDRIVE, posting_id=request.posting_id, version=request.version, detail=detail
+        )
+    return RedriveOut.model_validate({"requests": requests}, from_attributes=True)
 
 
 @router.get("/lag", response_model=LagOut)
 async def lag(ops: Ops) -> LagOut:
     """How far each delivery group is behind jobpost.postings."""
-    return LagOut.model_validate({"groups": await ops.lag()})
+    return LagOut.model_validate({"groups": await ops.lag()}, from_attributes=True)
 
 
 @router.get("/boards", response_model=BoardsOut)
 async def boards(ops: Ops) -> BoardsOut:
     """The sandbox boards' fault settings, when `make run` runs the sandbox."""
     try:
-        return BoardsOut.model_validate(await ops.boards())
+        return BoardsOut.model_validate(await ops.boards(), from_attributes=True)
     except httpx.HTTPError as exc:
         raise _sandbox_down(exc) from exc
 

@@ -1,5 +1,5 @@
 """/webhooks: an employer's endpoints for events pushed to it (Standard Webhooks). Entry
-points only translate HTTP to the service (`producer_api.webhooks`). Each declares its scope
+points only translate HTTP to the service (`producer_api.webhook_service`). Each declares its scope
 as its caller (`Reader`: postings:read, `Writer`: postings:write), which the gate checks
 before the body is read."""
 
@@ -25,7 +25,7 @@ from producer_api.http.webhook_models import (
     WebhookOut,
     WebhooksOut,
 )
-from producer_api.webhooks import WebhookNotFound, WebhookService, url_problem
+from producer_api.webhook_service import WebhookNotFound, WebhookService, url_problem
 from schemas.listing_events import rfc3339
 
 router = APIRouter(

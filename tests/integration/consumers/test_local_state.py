@@ -1,4 +1,4 @@
-"""The board consumer's local state (consumers.states): a restart reads only the tail of
+"""The board consumer's local state (consumers.delivery_states): a restart reads only the tail of
 `jobpost.deliveries`, a store it cannot trust is rebuilt from Kafka, and either way the
 board sees each version once and a failing posting keeps its retry budget."""
 

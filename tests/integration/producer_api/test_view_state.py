@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Message
 
 from producer_api.config import ApiSettings
-from producer_api.read.search import TitleSearch
+from producer_api.read.title_search import TitleSearch
 from producer_api.read.views import PostingsView, PostingView
 from producer_api.readiness import Readiness
 from runtime.kafka import KafkaSettings

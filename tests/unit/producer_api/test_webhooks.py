@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from producer_api.http.webhook_models import ReplayIn, WebhookIn
-from producer_api.webhooks import url_problem
+from producer_api.webhook_service import url_problem
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from producer_api.read.search import BadCursor, decode_cursor, encode_cursor, query
+from producer_api.read.title_search import BadCursor, decode_cursor, encode_cursor, query
 from schemas.search import SearchDocument
 
 FIELDS = {f.name for f in dataclasses.fields(SearchDocument)}

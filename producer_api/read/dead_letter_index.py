@@ -125,12 +125,19 @@ def _indexed(message: Message, partition: int, offset: int) -> IndexedLetter:
     except records.PoisonRecord:
         update = None
     if update is None:
-        return IndexedLetter(partition, offset, None, None, None, headers.error, headers.attempts,
-                             headers.last_attempt_ms)  # fmt: skip
+        return IndexedLetter(
+            partition, offset, None, None, None, headers.error, headers.attempts, headers.last_attempt_ms
+        )
     return IndexedLetter(
-        partition, offset, update.posting_id, update.version, update.op.value, headers.error,
-        headers.attempts, headers.last_attempt_ms,
-    )  # fmt: skip
+        partition,
+        offset,
+        update.posting_id,
+        update.version,
+        update.op.value,
+        headers.error,
+        headers.attempts,
+        headers.last_attempt_ms,
+    )
 
 
 def _version_key(posting_id: str, version: int) -> bytes:

@@ -3,8 +3,8 @@ version (the newest letter), no posting text (a store of its own, no Kafka)."""
 
 from confluent_kafka import Message
 
-from producer_api.read import dead_letters
-from producer_api.read.dead_letters import DeadLettersView
+from producer_api.read import dead_letter_index
+from producer_api.read.dead_letter_index import DeadLettersView
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore
 from schemas import codec
@@ -50,7 +50,7 @@ def test_a_version_refused_again_keeps_only_its_newest_letter(tmp_path):
 
 
 def test_the_index_keeps_the_newest_letters_of_a_partition_only(tmp_path, monkeypatch):
-    monkeypatch.setattr(dead_letters, "KEPT", 5)
+    monkeypatch.setattr(dead_letter_index, "KEPT", 5)
     view, store = indexed(tmp_path, [letter(n, f"p{n}", 0) for n in range(12)])
 
     assert [x.offset for x in view.newest()] == [11, 10, 9, 8, 7]

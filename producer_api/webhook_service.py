@@ -25,7 +25,7 @@ from producer_api.audit import Audit
 from producer_api.callers import Caller
 from producer_api.config import ApiSettings
 from producer_api.read.log_view import StrongReadTimeout
-from producer_api.read.webhooks import EndpointsView, WebhookLetter, WebhookLettersView
+from producer_api.read.webhook_views import EndpointsView, WebhookLetter, WebhookLettersView
 from producer_api.service import Unavailable
 from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients

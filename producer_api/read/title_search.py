@@ -104,7 +104,11 @@ def decode_cursor(cursor: str) -> list[Any]:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadCursor("the cursor is not one this API gave out") from exc
-    if not (isinstance(values, list) and len(values) == 2 and isinstance(values[0], int | float)
-            and isinstance(values[1], str)):  # fmt: skip
+    if not (
+        isinstance(values, list)
+        and len(values) == 2
+        and isinstance(values[0], int | float)
+        and isinstance(values[1], str)
+    ):
         raise BadCursor("the cursor is not one this API gave out")
     return values

@@ -1,5 +1,5 @@
 """A partition's state over its store and its reader of texts: what a restored, committed or
-failed transaction leaves for the next (the in-memory store of sequencer.states, a fake
+failed transaction leaves for the next (the in-memory store of sequencer.posting_states, a fake
 reader of texts; no Kafka)."""
 
 import dataclasses
@@ -8,7 +8,7 @@ from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.model import Op, Outcome, Posting
 from sequencer.domain import IDEMPOTENCY_WINDOW_MS, PartitionState
-from sequencer.states import MemoryStates
+from sequencer.posting_states import MemoryStates
 from tests.unit.sequencer.test_domain import SNAPSHOT, command
 
 

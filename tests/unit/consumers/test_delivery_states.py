@@ -3,7 +3,7 @@ the index of unresolved dead letters kept beside the states."""
 
 from pathlib import Path
 
-from consumers.states import StoredStates, unresolved_in
+from consumers.delivery_states import StoredStates, unresolved_in
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
