@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from runtime import records
 from runtime.kafka import KafkaSettings, is_record, poll_batch
@@ -115,8 +115,12 @@ class EndpointRegistry:
             asked_at, ends = float("-inf"), {p: 0 for p in partitions}
             while not self._stopping.is_set():
                 if time.monotonic() - asked_at >= self.check_s:
-                    asked_at = time.monotonic()
-                    ends = {p: self._end(probe, p) for p in partitions}
+                    asking = time.monotonic()
+                    try:
+                        ends = {p: self._end(probe, p) for p in partitions}
+                        asked_at = asking
+                    except KafkaException as exc:  # its leader gone: asked again next time
+                        log.debug("the endpoints' end not known yet: %s", exc)
                 for message in poll_batch(consumer, 500, 0.02):
                     if is_record(message):
                         self._take(message)

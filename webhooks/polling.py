@@ -186,9 +186,16 @@ class KafkaPolling:
                     self.loop.call_soon_threadsafe(future.cancel)
                 continue
             asked = time.monotonic()
-            if not all(
-                self._read_to.get((t, partition), -1) >= self._end(t, partition) for t in self.ordered
-            ):
+            try:
+                read_to_end = all(
+                    self._read_to.get((t, partition), -1) >= self._end(t, partition) for t in self.ordered
+                )
+            except KafkaException as exc:
+                # The partition's leader is gone (a broker killed or paused): its waits stay
+                # until a broker answers for it, which the next round asks again.
+                log.debug("the end of partition %d not known yet: %s", partition, exc)
+                continue
+            if not read_to_end:
                 continue
             due = [future for read_at, future in waiting if read_at <= asked]
             self._barriers[partition] = [(r, f) for r, f in waiting if r > asked]
