@@ -11,9 +11,10 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
-from confluent_kafka import Producer
 
 from jobpost_dev.processes import free_port, log_dir
+from runtime.kafka import KafkaSettings
+from runtime.kafka_clients import KafkaClients
 from schemas.topics import Topics
 from tests.dashboard import dashboard_queries, metric_names
 from tests.e2e.conftest import System, started_system
@@ -75,7 +76,7 @@ def load(system: System, topics: Topics, bootstrap: str) -> None:
     assert sandbox.put("/_sandbox/indeed/faults", json={"mode": "none"}).status_code == 200
     wait_until(lambda: system.board("indeed", refused)["versions"] == [0], 60, "Indeed after its retry")
 
-    producer = Producer({"bootstrap.servers": bootstrap})
+    producer = KafkaClients(KafkaSettings(bootstrap_servers=bootstrap)).producer()
     producer.produce(topics.postings, b"not an avro record", b"poison-1")
     assert producer.flush(10) == 0
 

@@ -329,7 +329,6 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     api, sandbox, start_consumer, kafka, topics
 ):
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient
 
     from runtime.topics import ensure_topics
 
@@ -337,7 +336,7 @@ def test_a_dead_letter_kafka_does_not_acknowledge_holds_the_offset(
     posting_id = create(api, "Undeliverable")
     wait_until(lambda: delivered_version(api, posting_id, "linkedin") == 0, 30, "version 0")
     dlq = topics.dlq(Component("linkedin"))
-    admin = AdminClient(kafka.client_config())
+    admin = KafkaClients(kafka).admin()
     admin.delete_topics([dlq])[dlq].result(30)
     wait_until(lambda: dlq not in admin.list_topics(timeout=10).topics, 30, "the dead-letter topic to go")
 

@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 
 import httpx
-from confluent_kafka import Producer
 from rocksdict import Options, Rdict
 
 from runtime.kafka_clients import KafkaClients
@@ -182,7 +181,7 @@ def test_a_version_placed_elsewhere_than_predicted_is_corrected_before_a_delete_
             last_update_time_millis=1,
             accepted_at=1,
         )
-        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        producer = KafkaClients(kafka).producer()
         producer.produce(
             topics.postings, codec.posting_updates().encode(intruder), "intruder", partition=partition
         )
