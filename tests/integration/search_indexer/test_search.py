@@ -82,6 +82,17 @@ def test_search_follows_create_replace_and_delete(api, indexer):
     wait_until(lambda: ids_found(api, "wombat") == [], 60, "the deleted posting to leave the results")
 
 
+def test_a_posting_found_reads_as_it_does_at_its_own_address(api, indexer):
+    """One posting, one answer: a hit is the posting as `GET /postings/{id}` gives it, every
+    field (the employer, the salary, the locations, the expiry) alike."""
+    created = api.client.create(title="Narwhal Data Engineer")
+    wait_until(lambda: ids_found(api, "narwhal") == [created["id"]], 60, "the posting to be searchable")
+
+    (hit,) = api.client.search("narwhal")["items"]
+    assert hit == api.client.get(created["id"]) == created
+    assert hit["employer"] == "default"
+
+
 def test_description_text_is_not_searched_by_default(api, indexer):
     gardener = api.client.create(
         title="Gardener",
