@@ -65,6 +65,7 @@ class Report:
             "boards not as accepted: "
             + ", ".join(f"{board} {len(v.boards.get(board, []))}" for board in BOARDS)
             + f"; index not at the last version: {len(v.index)}",
+            *(f"  not as accepted: {sample}" for sample in v.board_samples),
             f"dead letters: {v.dead_letters}",
             f"longest stretch without a successful write: {gap:.1f} s ({cause})",
             self._partition_line(),

@@ -37,6 +37,7 @@ class Verdict:
     applied_after_503: list[str] = field(default_factory=list)  # answered 503, yet in the log: a lie
     unknown_applied: int = 0  # unkeyed writes left unknown (504, lost answer) that the log holds
     boards: dict[str, list[str]] = field(default_factory=dict)  # board -> postings not as accepted
+    board_samples: list[str] = field(default_factory=list)  # a few of them, what the board holds
     index: list[str] = field(default_factory=list)  # postings not at their last version
     dead_letters: dict[str, int] = field(default_factory=dict)
 
@@ -99,6 +100,9 @@ def check_outside(
             verdict.boards[board] = [
                 p for p, versions in log.items() if not _board_matches(http, sandbox, board, p, versions)
             ]
+        verdict.board_samples = [
+            _described(http, sandbox, board, p, log[p]) for board in BOARDS for p in verdict.boards[board][:2]
+        ]
         ids = list(log)
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), 500):
@@ -140,10 +144,25 @@ def _board_matches(
         return False
     (job,) = held
     if deleted:
-        # Updates a queued delete superseded may be skipped; the delete itself must be there.
-        return job["status"] == "closed" and job["title"] == log[-1].title
+        # Updates a queued delete superseded may be skipped (the job closes holding the last
+        # one it got); the close itself must be there.
+        return job["status"] == "closed" and job["title"] in {a.title for a in log}
     contents = set(a.title for a in log)
     return len(versions) == len(contents) and job["title"] == log[-1].title and job["status"] != "closed"
+
+
+def _described(http: httpx.Client, sandbox: str, board: str, posting_id: str, log: list[Accepted]) -> str:
+    """What the board holds of a posting that does not match, beside what was accepted."""
+    seen = http.get(f"{sandbox}/_sandbox/{board}/postings/{posting_id}")
+    jobs = http.get(f"{sandbox}/_sandbox/{board}/jobs", params={"posting_id": posting_id})
+    held = seen.json() if seen.status_code == 200 else {}
+    sent = [(s["version"], s["operation"], s["state"]) for s in held.get("log", [])]
+    found = (
+        [(j["status"], j["title"]) for j in jobs.json().get("jobs", [])] if jobs.status_code == 200 else []
+    )
+    accepted = [(a.version, a.op, a.title) for a in log]
+    versions = held.get("versions")
+    return f"{board} {posting_id}: accepted {accepted}; board versions {versions}, log {sent}; jobs {found}"
 
 
 def count_dead_letters(kafka: KafkaSettings) -> dict[str, int]:

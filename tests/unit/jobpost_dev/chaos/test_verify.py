@@ -121,4 +121,7 @@ def test_a_deleted_posting_is_closed_at_the_board_or_never_reached_it():
 
     assert _board_matches(board([0, 1], [{"title": "A", "status": "closed"}]), "", "indeed", "p1", log)
     assert _board_matches(board(None, []), "", "indeed", "p1", log)  # the delete superseded the create
+    # an update the delete superseded never reached the board: the job closes holding v0
+    skipped = titled((0, Op.CREATED, "A"), (1, Op.UPDATED, "B"), (2, Op.DELETED, "B"))
+    assert _board_matches(board([0, 1], [{"title": "A", "status": "closed"}]), "", "indeed", "p1", skipped)
     assert not _board_matches(board([0], [{"title": "A", "status": "live"}]), "", "indeed", "p1", log)
