@@ -228,13 +228,20 @@ def test_a_read_only_and_a_no_scope_credential_are_refused_every_write_route(sys
         },
         "/ops/dead-letters/{board}/redrive": {},
         "/ops/boards/{board}/faults": {"mode": "error", "probability": 1.0},
+        "/webhooks": {"url": "https://ats.example/hooks"},
+        "/webhooks/{endpoint_id}/replay": {"since": "2026-12-01T00:00:00Z"},
     }
     routes = write_routes()
-    assert ("POST", "/postings:batch") in routes and len(routes) == 7  # validate is a write route too
+    # validate is a write route too, and the four of /webhooks (register, delete, rotate, replay)
+    assert ("POST", "/postings:batch") in routes and ("POST", "/webhooks") in routes and len(routes) == 11
     for name in ("reader-acme", "nobody"):
         client = system.client(name)
         for method, template in routes:
-            path = template.replace("{posting_id}", posting["id"]).replace("{board}", "linkedin")
+            path = (
+                template.replace("{posting_id}", posting["id"])
+                .replace("{board}", "linkedin")
+                .replace("{endpoint_id}", "ep_0000")
+            )
             refused = client.request(method, path, json=bodies.get(template), expect=403)
             assert "lacks the scope" in refused["detail"], (name, method, path)
 
