@@ -33,7 +33,13 @@ def test_the_short_fault_run_loses_duplicates_and_reorders_nothing(elasticsearch
     assert (verdict.lost, verdict.duplicated, verdict.reordered) == ([], [], [])
     assert verdict.applied_after_503 == []  # a 503 means "not applied, ever"
     assert report.converged_after_s is not None, (verdict.boards, verdict.index)
-    assert verdict.dead_letters == {"sequencer": 0, "linkedin": 0, "indeed": 0, "search-indexer": 0}
+    assert verdict.dead_letters == {
+        "sequencer": 0,
+        "linkedin": 0,
+        "indeed": 0,
+        "search-indexer": 0,
+        "webhooks": 0,
+    }
     assert report.unexpected_exits == []
     assert report.ledger.reads, "no read was made"
     for window in report.windows:
