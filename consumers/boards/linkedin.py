@@ -174,33 +174,28 @@ class LinkedInAdapter:
         """The job posting status of each job, by its `externalJobPostingId` (the posting id)."""
         found: dict[str, BoardListing] = {}
         for chunk in _chunks([job.posting_id for job in jobs], STATUS_IDS_PER_CALL, QUERY_MAX_BYTES):
-            answer = await call(
-                self.client,
-                self.destination,
-                "GET",
-                f"{self.settings.base_url}{self.settings.status_path}",
-                headers=self._headers(token),
-                timeout_s=self.settings.timeout_s,
-                params=[("ids", posting_id) for posting_id in chunk],
-            )
-            found.update(_listings(answer, chunk))
+            found.update(_listings(await self._by_ids(self.settings.status_path, chunk, token), chunk))
         return found
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
         found: dict[str, TaskOutcome] = {}
         for start in range(0, len(task_ids), TASK_IDS_PER_CALL):
             chunk = task_ids[start : start + TASK_IDS_PER_CALL]
-            answer = await call(
-                self.client,
-                self.destination,
-                "GET",
-                f"{self.settings.base_url}/rest/simpleJobPostingTasks",
-                headers=self._headers(token),
-                timeout_s=self.settings.timeout_s,
-                params=[("ids", task_id) for task_id in chunk],
-            )
+            answer = await self._by_ids("/rest/simpleJobPostingTasks", chunk, token)
             found.update(_task_outcomes(answer, chunk))
         return found
+
+    async def _by_ids(self, path: str, ids: Sequence[str], token: str) -> Answer:
+        """A GET of LinkedIn's that names what it asks about as repeated `ids` parameters."""
+        return await call(
+            self.client,
+            self.destination,
+            "GET",
+            f"{self.settings.base_url}{path}",
+            headers=self._headers(token),
+            timeout_s=self.settings.timeout_s,
+            params=[("ids", one) for one in ids],
+        )
 
     def _headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", "LinkedIn-Version": self.settings.version}
