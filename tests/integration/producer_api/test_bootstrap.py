@@ -14,7 +14,6 @@ from producer_api.callers import Caller, Scope
 from producer_api.config import ApiSettings
 from runtime.stores import StateSettings
 from tests import postings
-from tests.processes import wait_until
 
 
 def test_a_write_and_its_read_through_the_parts_bootstrap_builds(kafka, tmp_path):
@@ -26,11 +25,14 @@ def test_a_write_and_its_read_through_the_parts_bootstrap_builds(kafka, tmp_path
     async def scenario() -> tuple[int, str, int]:
         parts.start()
         try:
-            member = parts.sequencer
-            assert member is not None
-            await asyncio.to_thread(
-                wait_until, lambda: len(member.status.assigned) == 3, 60, "3 partitions served"
-            )
+            # What a load balancer waits for before it sends a write: /readyz?for=writes (the
+            # reply reader runs, and the sequencer owns every partition, restored).
+            for _ in range(600):
+                if (await parts.readiness.report()).capabilities["writes"] is None:
+                    break
+                await asyncio.sleep(0.1)
+            assert (await parts.readiness.report()).capabilities["writes"] is None
+            assert parts.sequencer is not None and len(parts.sequencer.status.assigned) == 3
             created = await parts.service.create(caller, postings.posting(1, title="Bootstrapped"), None)
             read = await parts.service.get(caller, created.id, True, 10)
             return created.version, read.posting.title, read.version
