@@ -5,7 +5,8 @@ every component's SCRAM user and ACLs from the table of `runtime.acls`.
 
 Then each component runs as its own process under its own principal (the sequencer apart
 from the API, so each has its own) and a posting written through the API reaches both
-sandbox boards and the search index; and the principals are held to their rows: the
+sandbox boards and the search index, and the webhooks dispatcher signs its event to the
+employer's endpoint; and the principals are held to their rows: the
 indexer cannot write postings, the API (and a board consumer, for a redrive it refused)
 appends to the audit trail but can neither read, delete nor shorten it, no other component
 can write it, and a board consumer's credentials cannot ask for a redrive."""
@@ -32,7 +33,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from jobpost_dev import stack
 from jobpost_dev.processes import Process, answers, free_port, wait_until
 from jobpost_dev.run import RunSettings
-from jobpost_dev.run_env import component_env
+from jobpost_dev.run_env import component_env, webhooks_env
 from jobpost_dev.stack.tls import CertificateAuthority
 from runtime.acls import Role
 from runtime.kafka import KafkaSettings
@@ -43,6 +44,7 @@ from schemas.topics import Component, ReaderGroup, Topics
 from tests import postings
 from tests.client import ApiClient
 from tests.e2e.test_journey import progress, titles
+from tests.integration.webhooks.receiver import Receiver
 
 ADMIN = "admin"
 TOKEN = "acls-token"
@@ -177,6 +179,7 @@ def test_every_component_works_under_its_own_principal(guarded: GuardedKafka, el
     index = f"{guarded.admin.topic_prefix}-postings"
     sandbox_port, api_port = free_port(), free_port()
     base = component_env(TOKEN, RunSettings(sandbox_port=sandbox_port))
+    base |= webhooks_env(guarded.folder, base)
 
     def start(name: str, command: list[str], role: Role | None, **env: str) -> Process:
         kafka = guarded.as_role(role).environment() if role else {}
@@ -207,6 +210,7 @@ def test_every_component_works_under_its_own_principal(guarded: GuardedKafka, el
                 JOBPOST_INDEXER_ELASTICSEARCH_URL=elasticsearch_url,
                 JOBPOST_INDEXER_ALIAS=index,
             ),
+            start("webhooks", ["webhooks"], Role.WEBHOOKS, JOBPOST_WEBHOOKS_METRICS_PORT=str(free_port())),
         ]
 
         def ready() -> bool:
@@ -219,7 +223,10 @@ def test_every_component_works_under_its_own_principal(guarded: GuardedKafka, el
 
         wait_until(ready, 120, "every component to be ready")
         api = ApiClient(f"http://127.0.0.1:{api_port}", TOKEN)
+        receiver = Receiver().start()
         try:
+            chosen = {"url": receiver.url, "events": ["posting.accepted"]}
+            receiver.secrets.append(api.request("POST", "/webhooks", json=chosen, expect=201)["secret"])
             posting_id = api.create(**postings.body(3))["id"]
             title = postings.body(3)["title"]
 
@@ -230,7 +237,12 @@ def test_every_component_works_under_its_own_principal(guarded: GuardedKafka, el
             wait_until(lambda: titles(api, title) == [(posting_id, 0)], 60, "search to find version 0")
             reported = lambda: {d: p["delivered_version"] for d, p in progress(api, posting_id).items()}  # noqa: E731
             wait_until(lambda: reported() == {"linkedin": 0, "indeed": 0, "search": 0}, 30, "deliveries at 0")
+            # The dispatcher, under its own principal, read the version and signed its event.
+            wait_until(lambda: receiver.snapshot(), 60, "the employer's posting.accepted")
+            (delivery,) = receiver.first_of_each()
+            assert delivery.key() == ("posting.accepted", posting_id, 0) and delivery.verified_with == [0]
         finally:
+            receiver.stop()
             api.close()
     finally:
         for process in reversed(started):
