@@ -99,7 +99,7 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 unit: $(STAMP)
-	$(BIN)/pytest -m "not integration and not e2e"
+	$(BIN)/pytest tests/unit -m "not build"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

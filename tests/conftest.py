@@ -19,8 +19,8 @@ from tests import servers
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests say what they need by where they live: tests/integration/ needs the real
-    servers, tests/e2e/ starts the real processes; `-m "not integration and not e2e"` runs
-    only the unit tests."""
+    servers, tests/e2e/ starts the real processes; `pytest tests/unit` (or
+    `-m "not integration and not e2e"`) runs only the unit tests."""
     for item in items:
         parts = Path(item.fspath).parts
         if "integration" in parts:

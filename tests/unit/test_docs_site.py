@@ -10,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Runs a packaging or documentation tool: in `make test`, not in `make unit`.
+pytestmark = pytest.mark.build
+
 ROOT = Path(__file__).resolve().parents[2]
 README_MOST_LINES = 220
 

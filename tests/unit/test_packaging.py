@@ -12,6 +12,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+# Runs a packaging or documentation tool: in `make test`, not in `make unit`.
+pytestmark = pytest.mark.build
+
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = (
     "jobpost",

@@ -17,6 +17,9 @@ from packaging.utils import canonicalize_name
 
 from tests.unit.test_dependencies import LOCK, ROOT, locked, pinned_version
 
+# Runs a packaging or documentation tool: in `make test`, not in `make unit`.
+pytestmark = pytest.mark.build
+
 
 class Advisories(http.server.ThreadingHTTPServer):
     """OSV's POST /v1/query: `vulnerable` names the one package with an advisory."""
