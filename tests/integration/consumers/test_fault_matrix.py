@@ -175,6 +175,8 @@ def test_a_posting_linkedin_refused_first_is_created_by_its_next_version_and_lis
 
     dlq = topics.dlq(Component("linkedin"))
     wait_until(lambda: dead_letters(kafka, dlq), 60, "linkedin's dead letter of the first version")
+    # The consumer writes the letter before the posting's state, and the API's view follows.
+    wait_until(lambda: linkedin()["status"] == "failed", 30, "the first version said failed at linkedin")
     refused = linkedin()
     assert (refused["status"], refused["delivered_version"]) == ("failed", None), refused
     if refusal == "task_failed":  # the board's own words, and nothing held at the board
