@@ -1,5 +1,5 @@
 """A version's attempts at the board, through the destination every lane shares, told as
-news (`rules.News`) for the lane's rules to judge.
+news (`steps.News`) for the lane's rules to judge.
 
 An attempt waits for its time (`progress.next_attempt_at`), unless a record queued behind
 the version supersedes it first; hands the version to the destination (a `Ticket`) and waits
@@ -17,6 +17,7 @@ elapsed time.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from prometheus_client import Counter
@@ -36,7 +37,7 @@ from consumers.boards.base import (
 )
 from consumers.clock import Clock
 from consumers.destination.ticket import Ticket
-from consumers.rules import Accepted, Answered, Held, News, Progress, Superseded
+from consumers.steps import Accepted, Answered, Held, News, Progress, Superseded
 from schemas.model import Destination
 
 ATTEMPTS = Counter("jobpost_delivery_attempts_total", "Versions sent to the board", ["destination"])
@@ -57,16 +58,12 @@ class Board(Protocol):
 
 
 class Lane(Protocol):
-    """The posting's lane as its attempts see it (`consumers.lanes`)."""
+    """The posting's lane as its attempts see it (`consumers.lanes`): its state, read and
+    written here, never called."""
 
     ticket: Ticket | None  # the version with the destination now
-
-    def superseding(self) -> str | None:
-        """Why the record being delivered is not worth sending any more (a record queued
-        behind it supersedes it); None: send it."""
-
-    async def wait(self, seconds: float) -> None:
-        """Sleep, cut short when a record arrives that may supersede the one delivered."""
+    superseded: str | None  # why the version is not worth sending any more (a record queued behind)
+    changed: asyncio.Event  # set when a record arrives that may supersede the version
 
 
 class Attempts:
@@ -100,13 +97,20 @@ class Attempts:
     async def _until_due(self, lane: Lane, progress: Progress) -> str | None:
         """Wait for the attempt's time; why it is superseded, if it is."""
         while (due := progress.next_attempt_at) is not None and due > self.clock.now_ms():
-            if (why := lane.superseding()) is not None:
+            if (why := lane.superseded) is not None:
                 return why
-            await lane.wait((due - self.clock.now_ms()) / 1000)
-        why = lane.superseding()
+            await self._wait(lane, (due - self.clock.now_ms()) / 1000)
+        why = lane.superseded
         if why is None and progress.first_attempt_at is None:
             progress.first_attempt_at = self.clock.now_ms()
         return why
+
+    async def _wait(self, lane: Lane, seconds: float) -> None:
+        """Sleep, cut short when a record arrives that may supersede the version."""
+        if seconds <= 0:
+            return
+        lane.changed.clear()
+        await self.clock.sleep(seconds, lane.changed)
 
     async def _news_of(self, action: JobAction, lane: Lane, progress: Progress) -> News:
         """The next news of the version's ticket with the destination (handed to it now if
@@ -120,7 +124,7 @@ class Attempts:
             ticket.notice.clear()
             if ticket.outcome.done():
                 break
-            why = lane.superseding()
+            why = lane.superseded
             if why is not None and self.board.withdraw(ticket):
                 lane.ticket = None
                 self._told.pop(ticket, None)

@@ -13,6 +13,9 @@ posting expires. What is sent follows from it, never from the version number:
 - the board's lifetime about to lapse while the posting is open and not past its expiry:
   RENEW (a board that `renews`: LinkedIn).
 
+`job_step` is the one question the lane's rules ask here, once per step: what the board holds
+once the step's news is taken in, and what to ask of it next.
+
 What the board answers moves the job: a CREATE the board refused leaves nothing held (the
 next, corrected, version is a CREATE again); a CREATE the board says it holds already makes
 the job open (`JobExists`: the same content goes as an UPDATE); an UPDATE of a job it does
@@ -34,8 +37,10 @@ from consumers.boards.base import (
     NoJob,
     Operation,
     Rejected,
+    Unsure,
 )
 from consumers.items import Item, NewsKind
+from consumers.steps import Accepted, Answered, JobStep, News, Superseded
 from schemas import codec
 from schemas.codec import SerializationError
 from schemas.enums import JobHeld, ListingStatus, Op
@@ -70,6 +75,94 @@ class Due:
     check: int | None = None  # read the board's status back
     expire: int | None = None  # close it: the posting expires
     renew: int | None = None  # renew it: the board's lifetime ends soon
+
+
+def job_step(
+    destination: Destination,
+    item: Item,
+    before: DeliveryState,
+    terms: JobTerms,
+    now: int,
+    *,
+    action: JobAction | None = None,
+    news: News | None = None,
+    asks: bool = True,
+    may_turn: bool = True,
+    spent: bool = False,
+) -> JobStep:
+    """The job once the step's `news` is taken in, and what to ask of the board next (`action`:
+    the step's own). Taking a version up (no news), what to ask is what the board holds
+    calls for, when the version `asks` at all. A board that says the job exists, or does not,
+    turns the version into the operation that calls for (`turned`) while the lane `may_turn`;
+    otherwise that answer is a refusal (`refused`). A CREATE whose answer never came and is
+    not sent again (superseded after it may have reached the board, or its retries `spent`
+    on an unknown answer) leaves the job taken as held."""
+    job = job_of(before)
+    if item.news is not None:
+        return _job_news_step(destination, item, job, terms, now, action, news)
+    if news is None:
+        return JobStep(job, job, action_for(destination, item, job, terms) if asks else action)
+    if isinstance(news, Superseded):
+        after = maybe_held(job, action) if news.sent and action is not None else job
+        return _moved(job, after, action)
+    assert action is not None
+    if isinstance(news, Accepted):
+        return _moved(job, submitted(job, action, now), action)
+    if not isinstance(news, Answered):
+        return _moved(job, job, action)  # held for the board as a whole: nothing learned
+    outcome = news.outcome
+    if isinstance(outcome, JobExists | NoJob):
+        after = answered(job, action, outcome, now, terms, expiring=False)
+        switched = action_for(destination, item, after, terms)
+        if may_turn and switched is not None:
+            turned = _carried_on(destination, outcome, switched)
+            return JobStep(job, after, switched, _listing(job, after), turned=turned)
+        why = f"{destination} answers that the job both exists and does not: {outcome.reason}"
+        after = answered(job, action, Rejected(why), now, terms, expiring=False)
+        return JobStep(job, after, action, _listing(job, after), refused=why)
+    after = answered(job, action, outcome, now, terms, expiring=False)
+    if spent:
+        after = maybe_held(after, action)  # its CREATE may have reached the board
+    return _moved(job, after, action)
+
+
+def _job_news_step(
+    destination: Destination,
+    item: Item,
+    job: BoardJob,
+    terms: JobTerms,
+    now: int,
+    action: JobAction | None,
+    news: News | None,
+) -> JobStep:
+    """News of the job the consumer learned itself: its status read back, or (asked of the
+    board) its expiry or renewal and the board's answer to it."""
+    assert item.news is not None
+    if item.news.kind == NewsKind.STATUS:
+        assert item.news.listing is not None
+        return _moved(job, listed(job, item.news.listing, now, terms), None)
+    if news is None:
+        return JobStep(job, job, action_for(destination, item, job, terms))
+    if not isinstance(news, Answered) or isinstance(news.outcome, Unsure):
+        return JobStep(job, job, action)  # no answer yet: the lane retries it, nothing learned
+    assert action is not None
+    expiring = item.news.kind == NewsKind.EXPIRE
+    return _moved(job, answered(job, action, news.outcome, now, terms, expiring=expiring), action)
+
+
+def _moved(job: BoardJob, after: BoardJob, action: JobAction | None) -> JobStep:
+    return JobStep(job, after, action, _listing(job, after))
+
+
+def _listing(job: BoardJob, after: BoardJob) -> BoardJob | None:
+    return after if changed(job, after) else None
+
+
+def _carried_on(destination: Destination, outcome: JobExists | NoJob, action: JobAction) -> str:
+    operation = action.operation
+    if isinstance(outcome, JobExists):
+        return f"{destination} holds the job already ({outcome.job_id}): the version goes as an {operation}"
+    return f"{destination} holds no such job: the version goes as a {operation}"
 
 
 def job_of(state: DeliveryState | None) -> BoardJob:

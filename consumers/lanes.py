@@ -13,8 +13,9 @@ starts and what each piece of news makes of it, what that comes to is written do
 The unit tests run it with a fake board, a fake log and a virtual clock, milliseconds each.
 `add` answers with a future that is done once the record is finished (delivered, skipped or
 dead-lettered), which is when the consume loop (`runtime.consume_loop`) may commit its
-offset. A lane also answers the one question only it can: whether a record queued behind the
-one being delivered supersedes it (`rules.superseded_by`).
+offset. A lane also keeps the answer to the one question only it can: whether a record queued
+behind the one being delivered supersedes it (`superseded_by`), judged again whenever
+its records change and read by its attempts, which call nothing of the lane's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from consumers.attempts import Attempts
@@ -31,7 +33,9 @@ from consumers.items import Item
 from consumers.job_rules import JobTerms
 from consumers.outcomes import DeliveryStates, Outcomes
 from consumers.retry import RetryPolicy
-from consumers.rules import News, Step, next_step, superseded_by
+from consumers.rules import next_step
+from consumers.steps import News, Step
+from schemas.enums import Op
 from schemas.model import DeliveryStatus, Destination
 
 log = logging.getLogger(__name__)
@@ -39,31 +43,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Lane:
-    clock: Clock
     conflate: bool
     records: deque[Item] = field(default_factory=deque)
     finished: deque[asyncio.Future[None]] = field(default_factory=deque)  # one per record
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # a record arrived that may supersede
     task: asyncio.Task[None] | None = None
     ticket: Ticket | None = None  # the version with the destination now
+    superseded: str | None = None  # why the record delivered is not worth sending any more
 
     def later(self) -> list[Item]:
         return list(self.records)[1:]
 
-    def superseding(self) -> str | None:
-        later = self.later()
-        newer = superseded_by(self.records[0], later, self.conflate)
+    def judge(self) -> None:
+        """Whether a record queued behind the one delivered supersedes it, after every change
+        of the records (`superseded`, which its attempts read)."""
+        newer = superseded_by(self.records[0], self.later(), self.conflate) if self.records else None
         if newer is None:
-            return None
-        if any(record.deletes and record.version == newer for record in later):
-            return "superseded by a later delete"
-        return f"superseded by v{newer}"
-
-    async def wait(self, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        self.changed.clear()
-        await self.clock.sleep(seconds, self.changed)
+            self.superseded = None
+        elif any(record.deletes and record.version == newer for record in self.later()):
+            self.superseded = "superseded by a later delete"
+        else:
+            self.superseded = f"superseded by v{newer}"
 
 
 class LaneScheduler:
@@ -105,9 +105,10 @@ class LaneScheduler:
         finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         lane = self.lanes.get(item.posting_id)
         if lane is None:
-            lane = self.lanes[item.posting_id] = _Lane(self.clock, self.conflate)
+            lane = self.lanes[item.posting_id] = _Lane(self.conflate)
         lane.records.append(item)
         lane.finished.append(finished)
+        lane.judge()
         if item.request is None and (item.deletes or self.conflate):
             lane.changed.set()  # a waiting version may be superseded now
             if lane.ticket is not None:
@@ -143,6 +144,7 @@ class LaneScheduler:
                     await self.clock.sleep(1.0, asyncio.Event())
                     continue
                 lane.records.popleft()
+                lane.judge()
                 lane.finished.popleft().set_result(None)
         finally:
             self.attempts.abandon(lane)  # cancelled: its version is taken back from the destination
@@ -184,3 +186,23 @@ def _stop(lane: _Lane) -> None:
         lane.task.cancel()
     for finished in lane.finished:
         finished.cancel()
+
+
+def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | None:
+    """The newest later version that makes `item` pointless to send: a DELETE of the
+    posting always (the board ends with the posting closed), any newer version when
+    conflating (each PostingUpdate is a full snapshot) or when `item` is a redrive. A
+    DELETED version is never superseded, nor is the CREATED one: a board updates and
+    closes only a job it created (LinkedIn refuses the UPDATE or CLOSE of a job it never
+    created, which dead-lettered a posting created and deleted while its consumer was
+    down, found by `make chaos`). None: send it."""
+    created = item.update is not None and item.update.op == Op.CREATED and item.request is None
+    if item.deletes or created:
+        return None
+    newer = conflate or item.request is not None
+    versions = [
+        r.version
+        for r in later
+        if r.request is None and r.update is not None and r.version > item.version and (newer or r.deletes)
+    ]
+    return max(versions) if versions else None

@@ -1,7 +1,7 @@
 """A change of a posting's job at a board, as its employer is told of it: the type of event
 (the webhooks' `listing.*` types: /work/notes/webhooks-design.md and CONTRACT.md's
 "Webhooks"), the posting, the version, the board, and the listing as `GET
-/postings/{id}/deliveries` shows it. Made from each step the lane writes (`rules.Step`):
+/postings/{id}/deliveries` shows it. Made from each step the lane writes (`steps.Step`):
 every change of the job's status, a version dead-lettered, a redrive taken up."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consumers.items import Item
-from consumers.rules import Step
+from consumers.steps import Step
 from schemas.enums import ListingStatus
 from schemas.model import BoardJob, Destination
 

@@ -1,4 +1,4 @@
-"""What a version came to, written down at each step of its way (`rules.Step`): the posting's
+"""What a version came to, written down at each step of its way (`steps.Step`): the posting's
 DeliveryState, an event on its timeline, a dead letter, the deliveries counter, and a change
 of the job at the board as an event for its employer (`listing_change`). Where it is written
 is the board's `DeliveryLog` (Kafka: `consumers.delivery_log`; a fake in the unit tests),
@@ -16,7 +16,7 @@ from prometheus_client import Counter
 from consumers.clock import Clock
 from consumers.items import Item
 from consumers.listing_changes import ListingChange, listing_changes
-from consumers.rules import Step
+from consumers.steps import Step
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, DeliveryStatus, Destination
 

@@ -7,9 +7,11 @@ import pytest
 
 from consumers.boards.base import Rejected, Unsure
 from consumers.items import Item
+from consumers.lanes import superseded_by
 from consumers.retry import RetrySettings
 from schemas.model import DeliveryState, DeliveryStatus, Destination
-from tests.unit.consumers.fakes import Harness, item, scenario
+from schemas.redrive import RedriveRequest
+from tests.unit.consumers.fakes import Harness, item, scenario, update
 
 
 def test_a_postings_versions_go_out_in_order_others_alongside_in_one_batch():
@@ -216,3 +218,20 @@ def test_without_conflation_every_version_is_sent():
         assert h.board.sent("a") == [0, 1, 2, 3, 4]
 
     scenario(body)
+
+
+def redrive(version: int) -> Item:
+    request = RedriveRequest("r", "a", version, b"", 0, 0, "ops", 0)
+    return Item("a", update("a", version), 0, 9, request=request)
+
+
+def test_a_delete_supersedes_all_but_the_created_version_a_newer_version_only_when_conflating():
+    later_update, later_delete = [item("a", 3)], [item("a", 3, "DELETED")]
+    assert superseded_by(item("a", 2), later_update, conflate=False) is None
+    assert superseded_by(item("a", 2), later_update, conflate=True) == 3
+    assert superseded_by(item("a", 2), later_delete, conflate=False) == 3
+    assert superseded_by(item("a", 0), later_update, conflate=True) is None  # the CREATED version goes
+    assert superseded_by(item("a", 0), later_delete, conflate=False) is None  # a board closes what it created
+    assert superseded_by(item("a", 3, "DELETED"), [], conflate=True) is None
+    assert superseded_by(item("a", 2), [redrive(1)], conflate=True) is None  # a request is no newer version
+    assert superseded_by(redrive(1), [item("a", 2)], conflate=False) == 2
