@@ -19,7 +19,7 @@ import httpx
 from listing.employers import SANDBOX_REGISTRY
 from schemas.topics import Component
 from tests import postings
-from tests.integration.consumers.conftest import dead_letters
+from tests.integration.consumers.conftest import dead_letters, delivery_events
 from tests.processes import ApiProcess, wait_until
 
 # What an employer must never read: a file or path of the server, an environment variable,
@@ -89,6 +89,7 @@ def test_a_create_refused_for_a_missing_identity_is_live_once_the_identity_is_co
     )
     assert redrive.status_code == 202, redrive.text
     assert [r["posting_id"] for r in redrive.json()["requests"]] == [posting_id], redrive.text
+    (request_id,) = [r["request_id"] for r in redrive.json()["requests"]]
 
     def live() -> bool:
         seen = linkedin()
@@ -101,6 +102,10 @@ def test_a_create_refused_for_a_missing_identity_is_live_once_the_identity_is_co
     at_board = sandbox.posting("linkedin", posting_id)
     assert at_board is not None
     assert [(e["operation"], e["state"]) for e in at_board["log"]] == [("CREATE", "SUCCEEDED")], at_board
+    attempted = [(e.version, e.outcome) for e in delivery_events(kafka) if e.request_id == request_id]
+    assert attempted and all(v == 0 and o != "SKIPPED" for v, o in attempted), (
+        attempted
+    )  # the redrive sent it
 
     for version, title in ((1, "Senior Backend Engineer, Payments"), (2, "Staff Backend Engineer, Payments")):
         replaced = http.put(f"/postings/{posting_id}", json=postings.body(4, title=title, notes=""))
