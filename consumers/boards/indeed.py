@@ -86,7 +86,14 @@ from consumers.boards.content import completed, html_for
 from consumers.boards.content import refused as rules_refusal
 from consumers.boards.settings import BoardSettings
 from listing import indeed_rules, iso
-from listing.employers import Employer, EmployerRegistry, Employers, FixedEmployers, employers_at
+from listing.employers import (
+    Employer,
+    EmployerRegistry,
+    Employers,
+    FixedEmployers,
+    IndeedIdentity,
+    employers_at,
+)
 from schemas.enums import DescriptionFormat, EmploymentType, ListingStatus, Workplace
 from schemas.model import Destination, Posting, Salary
 
@@ -229,38 +236,47 @@ class IndeedAdapter:
             return Rejected(problem.detail)
         if update is None:
             return Rejected("the job's Indeed id was never kept, and no content is at hand to learn it")
-        identity, posting = employer.indeed, completed(update, employer)
+        posting = completed(update, employer)
         if action.operation != Operation.CLOSE:
             refusal = rules_refusal(indeed_rules.problems(posting, update.employer, registry))
             if refusal is not None:
                 return refusal
         listed_at = action.listed_at if action.listed_at is not None else update.last_update_time_millis
-        published = datetime.fromtimestamp(listed_at / 1000, UTC)
-        html = posting.description_format == DescriptionFormat.HTML
-        body: dict[str, Any] = {
-            "title": posting.title,
-            "description": html_for(posting, TAGS),
-            "descriptionFormatting": "RICH_FORMATTING" if html else "TEXT",
-            "location": _location(posting, employer),
-            "benefits": [],
-        }
-        if posting.salary is not None:
-            body["salary"] = _salary(posting.salary)
-        source = {
-            "companyName": employer.company_name,
-            "sourceName": identity.source_name,
-            "sourceType": identity.source_type,
-            "employerIds": [{"type": identity.employer_id_type, "id": identity.employer_id}],
-        }
-        job_type = JOB_TYPES.get(posting.employment_type)
-        metadata = {
-            "jobSource": source,
-            "jobPostingId": update.posting_id,
-            "jobTypes": None if job_type is None else [job_type],
-            "datePublished": published.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "url": posting.apply_url,
-        }
-        return {"body": body, "metadata": _present(metadata)}
+        return upsert_job(update.posting_id, posting, employer, employer.indeed, listed_at)
+
+
+def upsert_job(
+    posting_id: str, posting: Posting, employer: Employer, identity: IndeedIdentity, listed_at: int
+) -> Element:
+    """The posting as Indeed's job to upsert, under the employer's Indeed `identity`. Nothing
+    is checked here: the adapter checks the rules first (`_job`), so that what they refuse is
+    never sent; a test sends what the rules refuse to see the board refuse it."""
+    published = datetime.fromtimestamp(listed_at / 1000, UTC)
+    html = posting.description_format == DescriptionFormat.HTML
+    body: dict[str, Any] = {
+        "title": posting.title,
+        "description": html_for(posting, TAGS),
+        "descriptionFormatting": "RICH_FORMATTING" if html else "TEXT",
+        "location": _location(posting, employer),
+        "benefits": [],
+    }
+    if posting.salary is not None:
+        body["salary"] = _salary(posting.salary)
+    source = {
+        "companyName": employer.company_name,
+        "sourceName": identity.source_name,
+        "sourceType": identity.source_type,
+        "employerIds": [{"type": identity.employer_id_type, "id": identity.employer_id}],
+    }
+    job_type = JOB_TYPES.get(posting.employment_type)
+    metadata = {
+        "jobSource": source,
+        "jobPostingId": posting_id,
+        "jobTypes": None if job_type is None else [job_type],
+        "datePublished": published.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "url": posting.apply_url,
+    }
+    return {"body": body, "metadata": _present(metadata)}
 
 
 def _location(posting: Posting, employer: Employer) -> dict[str, Any]:

@@ -215,25 +215,37 @@ class LinkedInAdapter:
             refusal = refused(linkedin_rules.problems(posting, update.employer, registry))
             if refusal is not None:
                 return refusal
-        location, alternates = _locations(posting)
-        element = {
-            "integrationContext": employer.linkedin.organization,
-            "companyApplyUrl": posting.apply_url,
-            "externalJobPostingId": update.posting_id,
-            "jobPostingOperationType": action.operation.value,
-            "title": posting.title,
-            "description": html_for(posting, TAGS),
-            "listedAt": action.listed_at if action.listed_at is not None else update.last_update_time_millis,
-            "location": location,
-            "alternateLocations": alternates or None,
-            "workplaceTypes": [WORKPLACE_TYPES[posting.workplace]],
-            "employmentStatus": None
-            if posting.employment_type == EmploymentType.OTHER
-            else posting.employment_type.value,
-            "compensation": None if posting.salary is None else _compensation(posting.salary),
-            "listingType": "BASIC",
-        }
-        return {name: value for name, value in element.items() if value is not None}
+        listed_at = action.listed_at if action.listed_at is not None else update.last_update_time_millis
+        return job_element(
+            action.operation, update.posting_id, posting, employer.linkedin.organization, listed_at
+        )
+
+
+def job_element(
+    operation: Operation, posting_id: str, posting: Posting, organization: str, listed_at: int
+) -> Element:
+    """The posting as LinkedIn's element of `operation`, on the company page `organization`.
+    Nothing is checked here: the adapter checks the rules first (`_element`), so that what
+    they refuse is never sent; a test sends what the rules refuse to see the board refuse it."""
+    location, alternates = _locations(posting)
+    element = {
+        "integrationContext": organization,
+        "companyApplyUrl": posting.apply_url,
+        "externalJobPostingId": posting_id,
+        "jobPostingOperationType": operation.value,
+        "title": posting.title,
+        "description": html_for(posting, TAGS),
+        "listedAt": listed_at,
+        "location": location,
+        "alternateLocations": alternates or None,
+        "workplaceTypes": [WORKPLACE_TYPES[posting.workplace]],
+        "employmentStatus": None
+        if posting.employment_type == EmploymentType.OTHER
+        else posting.employment_type.value,
+        "compensation": None if posting.salary is None else _compensation(posting.salary),
+        "listingType": "BASIC",
+    }
+    return {name: value for name, value in element.items() if value is not None}
 
 
 def _locations(posting: Posting) -> tuple[str | None, list[str]]:

@@ -50,7 +50,7 @@ def problems(job: Any) -> list[str]:
     return [
         *_missing(body, metadata),
         *_body(body),
-        *_location(_record(body, "location")),
+        *_location(body.get("location")),
         *_salary(body.get("salary")),
         *_metadata(metadata),
         *_source(_record(metadata, "jobSource")),
@@ -63,7 +63,6 @@ def _missing(body: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
         ("body.title", body.get("title")),
         ("body.description", body.get("description")),
         ("body.location", body.get("location")),
-        ("body.location.country", _record(body, "location").get("country")),
         ("metadata.jobPostingId", metadata.get("jobPostingId")),
         ("metadata.datePublished", metadata.get("datePublished")),
         ("metadata.url", metadata.get("url")),
@@ -73,6 +72,9 @@ def _missing(body: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
         ("metadata.jobSource.sourceType", source.get("sourceType")),
         ("metadata.jobSource.employerIds", source.get("employerIds")),
     ]
+    location = body.get("location")
+    if isinstance(location, dict):
+        wanted.insert(3, ("body.location.country", location.get("country")))
     missing = [f"Missing required field: {where}" for where, value in wanted if _blank(value)]
     if not isinstance(body.get("benefits"), list):
         missing.append("Missing required field: body.benefits (a list: empty when there are none)")
@@ -105,9 +107,14 @@ def _body(body: dict[str, Any]) -> list[str]:
     return found
 
 
-def _location(location: dict[str, Any]) -> list[str]:
-    if not location:
+def _location(location: Any) -> list[str]:
+    if _blank(location):
         return []  # missing, said once
+    if not isinstance(location, dict):
+        # SourcedJobPostingBodyInput's `location` is one input object: a job is at one place, and
+        # a list (or any other value) where an input object goes fails GraphQL's input coercion.
+        kind = type(location).__name__
+        return [f"Invalid value for body.location: a {kind}, not one object {{country, cityRegionPostal}}"]
     found = []
     country = location.get("country")
     if isinstance(country, str) and country and not iso.is_alpha_2(country):

@@ -246,6 +246,12 @@ INDEED: list[tuple[str, dict[str, Any], bool, str]] = [
     ),
     ("location missing", indeed_job(body__location=None), False, "Missing required field: body.location"),
     (
+        "two locations in the one location",
+        indeed_job(body__location=[{"country": "DE", "cityRegionPostal": "Berlin"}, {"country": "FR"}]),
+        False,
+        "Invalid value for body.location: a list",
+    ),
+    (
         "country missing",
         indeed_job(body__location__country=None),
         False,
