@@ -129,19 +129,19 @@ class LinkedInSettings(BoardSettings):
         default=60_000,
         ge=1,
         description="jobs posted a day, for the whole group (LinkedIn's premium sync limit: 60,000 records a "
-        "day, reset at 00:00 UTC; none: no cap)",
+        "day, reset at 00:00 UTC)",
     )
     requests_per_day: int | None = Field(
         default=100_000,
         ge=1,
         description="simpleJobPostings calls a day, for the whole group (LinkedIn's premium sync limit: "
-        "100,000 requests a day; none: no cap)",
+        "100,000 requests a day)",
     )
     task_status_calls_per_day: int | None = Field(
         default=300_000,
         ge=1,
         description="simpleJobPostingTasks calls a day, for the whole group (LinkedIn's check job task "
-        "status page: 300,000 calls a day; none: no cap)",
+        "status page: 300,000 calls a day)",
     )
 
 
