@@ -2,9 +2,13 @@
 clock: never a call beyond a cap, the lanes paused with the reason until the reset, nothing
 charged to any posting, every version in order after it."""
 
+from consumers.destination import metrics
+from consumers.destination.access import A_SEND, A_TASK_POLL, BoardAccess
+from consumers.destination.budget import RateBudget
+from consumers.destination.circuit import Circuit
 from consumers.destination.quota import DailyQuota, QuotaKind
-from schemas.model import DeliveryStatus
-from tests.unit.consumers.fakes import Harness, item, scenario
+from schemas.model import DeliveryStatus, Destination
+from tests.unit.consumers.fakes import FakeTokens, Harness, item, scenario
 
 DAY_MS = 60_000  # a scaled day: the virtual clock starts at 1,000,000 ms, the first reset is at 1,020,000
 FIRST_RESET = 1_020_000
@@ -82,3 +86,18 @@ def test_task_status_polls_stay_within_their_daily_cap_and_every_task_is_confirm
         assert all(h.board.sent(f"p{n}") == [0, 1] for n in range(60))  # no task timed out and sent again
 
     scenario(body, confirms=True, quota=DailyQuota({QuotaKind.TASK_STATUS_CALLS: 4}, day_ms=DAY_MS))
+
+
+def test_a_hold_of_task_polls_leaves_the_sending_free_and_is_counted_once_per_reset():
+    quota = DailyQuota({QuotaKind.TASK_STATUS_CALLS: 1}, day_ms=DAY_MS)
+    access = BoardAccess(Destination.LINKEDIN, FakeTokens(), RateBudget(None, None), Circuit(), quota)
+    holds = metrics.DAILY_QUOTA_HOLDS.labels(Destination.LINKEDIN)
+    before = holds._value.get()
+    now = FIRST_RESET - 10_000
+    assert access.held_for_the_day(now, A_TASK_POLL) == 0
+    access.spend(now, 0, A_TASK_POLL)
+    assert access.held_for_the_day(now, A_TASK_POLL) == 10_000
+    assert access.held_for_the_day(now + 1_000, A_TASK_POLL) == 9_000
+    assert holds._value.get() == before + 1  # one hold, however often it is asked about
+    assert access.held_for_the_day(now, A_SEND) == 0 and access.hold(now) is None  # versions still go
+    assert access.held_for_the_day(FIRST_RESET, A_TASK_POLL) == 0
