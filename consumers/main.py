@@ -16,6 +16,7 @@ from consumers.clock import Clock
 from consumers.config import ConsumerSettings
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
+from consumers.destination.quota import DailyQuota, QuotaKind, reset_offset_ms
 from consumers.destination.shared import SharedDestination
 from consumers.runner import DeliveryRunner
 from runtime.topics import check_at_start
@@ -25,7 +26,7 @@ from schemas.model import Destination
 def destination_for(
     settings: ConsumerSettings, client: aiohttp.ClientSession, clock: Clock | None = None
 ) -> SharedDestination:
-    """The board's destination: its adapter, its one token source, its budget and circuit.
+    """The board's destination: its adapter, its one token source, its budget, daily caps and circuit.
     Refuses (UnsafeBoardSettings) a real board with the sandbox's credentials or none."""
     board = settings.linkedin if settings.destination == Destination.LINKEDIN else settings.indeed
     board.check_credentials()
@@ -44,6 +45,15 @@ def destination_for(
         task_poll_interval_s=settings.task_poll_interval_s,
         task_timeout_s=settings.task_timeout_s,
         clock=clock,
+        quota=DailyQuota(
+            {
+                QuotaKind.RECORDS: board.records_per_day,
+                QuotaKind.REQUESTS: board.requests_per_day,
+                QuotaKind.TASK_STATUS_CALLS: board.task_status_calls_per_day,
+            },
+            reset_offset_ms=reset_offset_ms(board.daily_reset_utc),
+            day_ms=round(board.quota_day_s * 1000),
+        ),
     )
 
 

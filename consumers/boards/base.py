@@ -190,6 +190,7 @@ class BoardAdapter(Protocol):
     restates: bool  # True: a CLOSE or RENEW carries the job's whole content (LinkedIn)
     renews: bool  # True: the board ends a job after a lifetime unless it is renewed (LinkedIn)
     listings_per_call: int  # jobs whose status one `listings` call reads
+    tasks_per_call: int  # task ids one request of `confirm` carries (it makes as many as it needs)
 
     async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
         """One call carrying `actions` (never two of one posting), one outcome per action in

@@ -146,6 +146,7 @@ class IndeedAdapter:
     restates = False  # a close is an expiry by id
     renews = False  # "Jobs don't auto-expire"
     listings_per_call = STATUS_IDS_PER_CALL
+    tasks_per_call = 0  # no tasks
 
     def __init__(
         self,

@@ -125,6 +125,24 @@ class LinkedInSettings(BoardSettings):
         default=180 * 86_400.0, gt=0, description="how long a basic job lives from its listedAt"
     )
     renewal_s: float = Field(default=30 * 86_400.0, gt=0, description="what a RENEW adds to a job's life")
+    records_per_day: int | None = Field(
+        default=60_000,
+        ge=1,
+        description="jobs posted a day, for the whole group (LinkedIn's premium sync limit: 60,000 records a "
+        "day, reset at 00:00 UTC)",
+    )
+    requests_per_day: int | None = Field(
+        default=100_000,
+        ge=1,
+        description="simpleJobPostings calls a day, for the whole group (LinkedIn's premium sync limit: "
+        "100,000 requests a day)",
+    )
+    task_status_calls_per_day: int | None = Field(
+        default=300_000,
+        ge=1,
+        description="simpleJobPostingTasks calls a day, for the whole group (LinkedIn's check job task "
+        "status page: 300,000 calls a day)",
+    )
 
 
 class LinkedInAdapter:
@@ -136,6 +154,7 @@ class LinkedInAdapter:
     restates = True
     renews = True
     listings_per_call = STATUS_IDS_PER_CALL
+    tasks_per_call = TASK_IDS_PER_CALL
 
     def __init__(
         self,

@@ -47,6 +47,29 @@ class BoardSettings(BaseModel):
     sandbox_hosts: list[str] = Field(
         default_factory=lambda: list(LOOPBACK), description="hosts that are sandboxes, not real boards"
     )
+    records_per_day: int | None = Field(
+        default=None, ge=1, description="records the board takes a day, for the whole group (none: no cap)"
+    )
+    requests_per_day: int | None = Field(
+        default=None,
+        ge=1,
+        description="calls sending jobs the board takes a day, for the whole group (none: no cap)",
+    )
+    task_status_calls_per_day: int | None = Field(
+        default=None,
+        ge=1,
+        description="task-status calls the board takes a day, for the whole group (none: no cap)",
+    )
+    daily_reset_utc: str = Field(
+        default="00:00",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="when the board's daily caps start again, HH:MM UTC",
+    )
+    quota_day_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="how long the daily caps' day lasts (86,400 s; a test may scale it down)",
+    )
 
     @property
     def token_endpoint(self) -> str:

@@ -1,8 +1,11 @@
 """Confirmation for an asynchronous board (LinkedIn): a lane whose version was
 `Submitted(task_id)` waits in `confirm` until the task ended; one poller per destination
 asks the board about many tasks per call (`adapter.confirm`), every
-`task_poll_interval_s` at most per task, within the destination's request budget, through
-its circuit and with its token (`BoardAccess`). A poll that fails is tried again after the
+`task_poll_interval_s` at most per task, within the destination's request budget and its
+daily cap of task-status calls, through its circuit and with its token (`BoardAccess`).
+Under a daily cap the interval stretches so the calls the open tasks need until the reset
+fit in what is left of it (`quota.poll_interval_ms`); none left, polls wait for the reset
+(a task is never timed out for it: it ends only when asked about). A poll that fails is tried again after the
 interval; while the circuit is open nobody polls (or the poll is the probe). A change of the
 circuit's state wakes it, whoever caused it.
 """
@@ -11,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 
 from consumers.boards.base import BoardAdapter, BoardDown, CallFailed, TaskOutcome, Throttled
 from consumers.clock import Clock
 from consumers.destination import metrics
-from consumers.destination.access import BoardAccess
+from consumers.destination.access import A_TASK_POLL, BoardAccess
+from consumers.destination.quota import QuotaKind, poll_interval_ms
 from consumers.destination.tasks import TaskBook
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,7 @@ class TaskPoller:
         self.name = adapter.destination
         self.clock = clock
         self.book = TaskBook(int(poll_interval_s * 1000), int(timeout_s * 1000))
+        self.base_interval_ms = self.book.poll_interval_ms
         self._waiters: dict[str, asyncio.Future[TaskOutcome]] = {}
         self._changed = asyncio.Event()
         access.wakes(self._changed)
@@ -72,6 +78,7 @@ class TaskPoller:
                 await self._ask(now)
 
     def _wait_before_poll(self, now: int) -> int | None:
+        self._stretch(now)
         due = self.book.next_due_in(now)
         if due is None:
             return None
@@ -79,6 +86,8 @@ class TaskPoller:
             due = max(due, self._failed_at + self.book.poll_interval_ms - now)
         if due > 0:
             return due
+        if (held := self.access.held_for_the_day(now, A_TASK_POLL)) > 0:
+            return held
         budget = self.access.budget.wait_ms(now, 0)
         if budget > 0:
             return budget
@@ -90,11 +99,15 @@ class TaskPoller:
 
     async def _ask(self, now: int) -> None:
         access, clock = self.access, self.clock
-        asked = self.book.due(now, self.adapter.max_batch)
+        per_call = max(1, self.adapter.tasks_per_call)
+        left = access.quota.left(QuotaKind.TASK_STATUS_CALLS, now)
+        limit = self.adapter.max_batch if left is None else min(self.adapter.max_batch, left * per_call)
+        asked = self.book.due(now, limit)
         if not asked:
             access.release(now)  # the probe, if this was to be one
             return
-        spent = access.budget.spend(now, 0)
+        requests = math.ceil(len(asked) / per_call)  # what the adapter's `confirm` will make
+        spent = access.spend(now, 0, {QuotaKind.TASK_STATUS_CALLS: requests})
         self.asking = True
         try:
             found = await access.call(lambda token: self.adapter.confirm(asked, token))
@@ -126,6 +139,18 @@ class TaskPoller:
             if waiter is not None and not waiter.done():
                 waiter.set_result(outcome)
         self._gauge()
+
+    def _stretch(self, now: int) -> None:
+        """Each task asked about at most every `poll_interval_ms`: the setting's, or longer so
+        the open tasks' polls until the reset fit in today's task-status calls left."""
+        quota = self.access.quota
+        self.book.poll_interval_ms = poll_interval_ms(
+            self.base_interval_ms,
+            len(self.book),
+            self.adapter.tasks_per_call,
+            quota.left(QuotaKind.TASK_STATUS_CALLS, now),
+            quota.until_reset_ms(now),
+        )
 
     def _failed(self, outcome: str) -> None:
         metrics.CALLS.labels(self.name, "confirm", outcome).inc()

@@ -6,6 +6,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import CircuitState
+from consumers.destination.quota import DailyQuota, QuotaKind
 
 CIRCUIT_STATE = Gauge(
     "jobpost_destination_circuit_state",
@@ -44,6 +45,23 @@ CALLS = Counter(
     ["destination", "kind", "outcome"],
 )
 
+DAILY_USED = Gauge(
+    "jobpost_destination_daily_used",
+    "What this member used of the board's daily quota since its last reset (kind: records, requests, "
+    "task_status_calls)",
+    ["destination", "kind"],
+)
+DAILY_CAP = Gauge(
+    "jobpost_destination_daily_cap",
+    "This member's share of the board's daily cap (kind: records, requests, task_status_calls; +Inf: none)",
+    ["destination", "kind"],
+)
+DAILY_QUOTA_HOLDS = Counter(
+    "jobpost_destination_daily_quota_holds_total",
+    "Times calls to the board were held until the daily reset because a daily cap was reached",
+    ["destination"],
+)
+
 
 def publish(destination: str, circuit: CircuitState, budget: RateBudget) -> None:
     """The circuit's state and the rates this member may send at, now."""
@@ -51,3 +69,12 @@ def publish(destination: str, circuit: CircuitState, budget: RateBudget) -> None
     for kind, rate in (("records", budget.records), ("requests", budget.requests)):
         allowed = budget.allowed(rate)
         RATE.labels(destination, kind).set(float("inf") if allowed is None else allowed)
+
+
+def publish_quota(destination: str, quota: DailyQuota, now: int | None) -> None:
+    """This member's daily caps and, given the time, what it used of them today."""
+    for kind in QuotaKind:
+        cap = quota.cap(kind)
+        DAILY_CAP.labels(destination, kind.value).set(float("inf") if cap is None else cap)
+        if now is not None:
+            DAILY_USED.labels(destination, kind.value).set(quota.used(kind, now))

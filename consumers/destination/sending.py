@@ -1,13 +1,14 @@
 """The sending of versions to a board: the lanes' versions wait in one queue (`Batcher`, first
 come first served, never two of one posting), and a dispatcher starts a call when a batch is
-due, the rate budget admits it, the circuit lets it through and fewer than `max_in_flight`
-calls are in flight (`BoardAccess` says the two middle ones). Each call carries a batch to
+due, the rate budget and the day's quota admit it, the circuit lets it through and fewer than
+`max_in_flight` calls are in flight (`BoardAccess` says the middle ones). Each call carries a batch to
 the board's adapter with the process's token, and each ticket is settled with its own
 element's outcome.
 
 What is about the board as a whole is handled here once and charged to no posting: a 429
 (`Throttled`) or the board down (`BoardDown`) puts the call's elements back at the head of
 the queue untouched; while the circuit is not closed a failed call's elements go back too.
+A daily cap reached holds the queue until the reset: no call, every queued version told.
 Only a call that fails while the board is thought up (`CallFailed`) makes its elements
 `Unsure`, which their lanes charge. When the board is announced unavailable, every queued
 version is told (`Ticket.pause`), so its lane shows when the board is tried next.
@@ -33,8 +34,9 @@ from consumers.boards.base import (
 )
 from consumers.clock import Clock
 from consumers.destination import metrics
-from consumers.destination.access import BoardAccess
+from consumers.destination.access import A_SEND, BoardAccess
 from consumers.destination.batcher import Batcher
+from consumers.destination.quota import QuotaKind
 from consumers.destination.ticket import Ticket
 
 log = logging.getLogger(__name__)
@@ -70,8 +72,8 @@ class Sending:
     def submit(self, action: JobAction) -> Ticket:
         ticket = Ticket(action, self.clock.now_ms())
         self.batcher.push(ticket, ticket.queued_at)
-        if not self.access.circuit.closed:
-            ticket.pause(self.access.why_paused(), self.access.next_probe_at(ticket.queued_at))
+        if (hold := self.access.hold(ticket.queued_at)) is not None:
+            ticket.pause(*hold)
         self.wake.set()
         return ticket
 
@@ -95,6 +97,7 @@ class Sending:
                 self._tell_announcement()
                 now = self.clock.now_ms()
                 wait = self._wait_before_call(now)
+                self._tell_announcement()  # a daily cap that holds the queue from now
                 if wait is None:
                     self._resting = True
                     try:
@@ -115,9 +118,11 @@ class Sending:
         due = self.batcher.due_in(now)
         if due is None or self.in_flight >= self.max_in_flight:
             return None
+        if (held := self.access.held_for_the_day(now, A_SEND)) > 0:
+            return held
         budget = self.access.budget
         wanted = min(len(self.batcher), self.batcher.max_batch)
-        admits = budget.admits(now)
+        admits = self.access.admits(now)
         if admits == 0:
             return max(1, budget.wait_ms(now, 1))
         if admits < wanted and 0 < (room := budget.wait_ms(now, wanted)) <= COALESCE_MS:
@@ -130,14 +135,15 @@ class Sending:
         return 0
 
     def _start_call(self, now: int) -> None:
-        taken = self.batcher.take(min(self.access.budget.admits(now), self.batcher.max_batch))
+        taken = self.batcher.take(min(self.access.admits(now), self.batcher.max_batch))
         if not taken:
             self.access.release(now)  # the probe, if this was to be one
             return
         tickets = [ticket for ticket, _ in taken]
         for ticket in tickets:
             ticket.sent_at = now
-        spent = self.access.budget.spend(now, len(tickets))
+        needs = {QuotaKind.RECORDS: len(tickets), QuotaKind.REQUESTS: 1}
+        spent = self.access.spend(now, len(tickets), needs)
         self.in_flight += 1
         self._calls.add(call := asyncio.create_task(self._send(tickets, [at for _, at in taken], spent)))
         call.add_done_callback(self._calls.discard)

@@ -35,6 +35,7 @@ from consumers.destination.access import BoardAccess
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
 from consumers.destination.confirming import TaskPoller
+from consumers.destination.quota import DailyQuota
 from consumers.destination.sending import Sending
 from consumers.destination.ticket import Ticket
 
@@ -56,11 +57,12 @@ class SharedDestination:
         task_poll_interval_s: float = 2.0,
         task_timeout_s: float = 600.0,
         clock: Clock | None = None,
+        quota: DailyQuota | None = None,
     ) -> None:
         self.name = adapter.destination
         self.adapter = adapter
         self.clock = clock or SystemClock()
-        self.access = BoardAccess(self.name, tokens, budget, circuit)
+        self.access = BoardAccess(self.name, tokens, budget, circuit, quota)
         self.circuit = circuit
         self.sending = Sending(
             adapter, self.access, self.clock, max_in_flight=max_in_flight, batch_wait_ms=batch_wait_ms
@@ -139,7 +141,7 @@ class SharedDestination:
         return submitted_at + (self.tasks.book.timeout_ms if self.tasks is not None else 0)
 
     def set_share(self, owned: int, total: int) -> None:
-        """This member's share of the group's rate budget: the partitions it owns."""
+        """This member's share of the group's rate budget and daily caps: the partitions it owns."""
         self.access.set_share(owned, total)
 
     def stranded(self) -> int:

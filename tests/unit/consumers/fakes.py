@@ -22,6 +22,7 @@ from consumers.boards.base import (
 )
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit, CircuitSettings
+from consumers.destination.quota import DailyQuota
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item
 from consumers.job_rules import JobTerms
@@ -118,6 +119,7 @@ class FakeAdapter:
         self.restates = confirms
         self.renews = confirms
         self.listings_per_call = 100
+        self.tasks_per_call = 50
         self.calls: list[tuple[int, list[tuple[str, int]]]] = []  # (when, [(posting, version)])
         self.operations: list[tuple[str, int, str]] = []  # (posting, version, operation) of each element sent
         self.actions: list[JobAction] = []  # every element sent, in order
@@ -281,6 +283,7 @@ class Harness:
         circuit: CircuitSettings | None = None,
         task_timeout_s: float = 600,
         terms: JobTerms | None = None,
+        quota: DailyQuota | None = None,
     ) -> None:
         self.clock = VirtualClock()
         self.board = FakeAdapter(self.clock, max_batch=max_batch, confirms=confirms)
@@ -297,6 +300,7 @@ class Harness:
             task_poll_interval_s=1,
             task_timeout_s=task_timeout_s,
             clock=self.clock,
+            quota=quota,
         )
         self.scheduler = LaneScheduler(
             Destination.LINKEDIN,
