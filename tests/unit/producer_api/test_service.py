@@ -25,17 +25,9 @@ from producer_api.service import (
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore
-from schemas.model import (
-    DEFAULT_EMPLOYER,
-    Action,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Outcome,
-    Posting,
-    Reply,
-)
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting, Reply
 from schemas.partitioning import partition_for
 
 

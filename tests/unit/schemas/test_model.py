@@ -8,8 +8,10 @@ from enum import StrEnum
 import pytest
 
 from schemas.codec import AVRO_DIR, AvroCodec, RecordCodec, SerializationError, load_schema
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import (
     DeliveryOutcome,
+    DeliveryStatus,
     DescriptionFormat,
     EmploymentType,
     JobHeld,
@@ -18,19 +20,7 @@ from schemas.enums import (
     Workplace,
 )
 from schemas.events import DeliveryEvent
-from schemas.model import (
-    Action,
-    BoardJob,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Op,
-    Outcome,
-    Posting,
-    PostingUpdate,
-    Reply,
-)
+from schemas.model import Action, Command, Destination, Op, Outcome, Posting, PostingUpdate, Reply
 
 TYPES = {
     "posting_update": PostingUpdate,

@@ -1,8 +1,8 @@
 """A posting's progress at each destination, with the job each board holds for it."""
 
 from producer_api.read.progress import Listing, ProgressStatus, progress
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import DeliveryStatus, Destination, JobHeld, ListingStatus
-from schemas.model import BoardJob, DeliveryState
 
 LINKEDIN, INDEED = Destination.LINKEDIN, Destination.INDEED
 
