@@ -93,8 +93,11 @@ def test_field_names_are_the_avro_ones(stem):
     schema = newest_schema(stem)
     assert {f.name for f in dataclasses.fields(TYPES[stem])} == {f["name"] for f in schema["fields"]}
     for field in schema["fields"]:
-        snapshot = [t for t in (field["type"] if isinstance(field["type"], list) else [field["type"]])
-                    if isinstance(t, dict) and t.get("name") == "PostingSnapshot"]  # fmt: skip
+        snapshot = [
+            t
+            for t in (field["type"] if isinstance(field["type"], list) else [field["type"]])
+            if isinstance(t, dict) and t.get("name") == "PostingSnapshot"
+        ]
         if snapshot:
             assert {f.name for f in dataclasses.fields(Posting)} == {f["name"] for f in snapshot[0]["fields"]}
 

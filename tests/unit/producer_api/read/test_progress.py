@@ -8,8 +8,15 @@ LINKEDIN, INDEED = Destination.LINKEDIN, Destination.INDEED
 
 
 def test_the_listing_is_the_job_the_board_holds_once_it_answered():
-    live = BoardJob(JobHeld.OPEN, "urn:li:jobPosting:9", "https://www.linkedin.com/jobs/view/9", "acme",
-                    ListingStatus.LIVE, None, 17)  # fmt: skip
+    live = BoardJob(
+        JobHeld.OPEN,
+        "urn:li:jobPosting:9",
+        "https://www.linkedin.com/jobs/view/9",
+        "acme",
+        ListingStatus.LIVE,
+        None,
+        17,
+    )
     states = {
         LINKEDIN: DeliveryState(LINKEDIN, "p", DeliveryStatus.DELIVERED, 2, job=live),
         INDEED: DeliveryState(INDEED, "p", DeliveryStatus.DELIVERED, 2),  # from before v3: nothing known
