@@ -41,7 +41,8 @@ from runtime.stores import REBUILDS, RESTORED, PartitionStore, StateSettings, St
 from runtime.topics import ensure_topics
 from schemas import codec
 from schemas.deliveries import delivery_state
-from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 from tests import postings

@@ -165,8 +165,10 @@ def cpu_table(spent: dict[str, dict[str, float]], postings: int, idle: dict[str,
     """CPU seconds and ms per posting of each process in each phase; `idle`: its CPU per
     second at rest before the load (the shared broker's own background work, for one)."""
     phases = list(spent)
-    lines = [f"| process | at rest | {' | '.join(f'{p}: CPU s, ms per posting' for p in phases)} |",
-             f"| --- | --- |{' --- |' * len(phases)}"]  # fmt: skip
+    lines = [
+        f"| process | at rest | {' | '.join(f'{p}: CPU s, ms per posting' for p in phases)} |",
+        f"| --- | --- |{' --- |' * len(phases)}",
+    ]
     for name in idle:
         cells = [f"{spent[p][name]:.1f} s, {1000 * spent[p][name] / postings:.2f}" for p in phases]
         lines.append(f"| {name} | {100 * idle[name]:.0f} % | {' | '.join(cells)} |")
@@ -221,10 +223,12 @@ def main(in_flight: int = IN_FLIGHT, sample_api: bool = False) -> None:
         }
         verdict = "met" if accepted_s <= TARGET_S and not refused else "MISSED"
         example = f", e.g. {refused[0]}" if refused else ""
-        print(f"{len(created):,} of {POSTINGS:,} postings created in {len(bodies)} batches of {PER_BATCH} "
-              f"({in_flight} in flight): accepted in {accepted_s:.1f} s, {len(created) / accepted_s:,.0f} "
-              f"postings/s (target ≤ {TARGET_S:.0f} s: {verdict}); {len(refused)} refused{example}",
-              flush=True)  # fmt: skip
+        print(
+            f"{len(created):,} of {POSTINGS:,} postings created in {len(bodies)} batches of {PER_BATCH} "
+            f"({in_flight} in flight): accepted in {accepted_s:.1f} s, {len(created) / accepted_s:,.0f} "
+            f"postings/s (target ≤ {TARGET_S:.0f} s: {verdict}); {len(refused)} refused{example}",
+            flush=True,
+        )
         done = wait_for_deliveries(system, len(created), started)
         cpu.append({**cpu_seconds(pids), "bench client": own_cpu()})
         confirm(system, created, started, done)
@@ -232,11 +236,15 @@ def main(in_flight: int = IN_FLIGHT, sample_api: bool = False) -> None:
     at = {
         name: f"{done[name]:.1f} s" if name in done else "never" for name in ("linkedin", "indeed", "search")
     }
-    print(f"from the first batch sent: at LinkedIn after {at['linkedin']}, at Indeed after {at['indeed']}, "
-          f"in search after {at['search']}")  # fmt: skip
+    print(
+        f"from the first batch sent: at LinkedIn after {at['linkedin']}, at Indeed after {at['indeed']}, "
+        f"in search after {at['search']}"
+    )
     transactions, commands = (after - before for after, before in zip(batches1, batches0, strict=True))
-    print(f"sequencer: {commands:.0f} commands in {transactions:.0f} transactions "
-          f"({100 * transactions / max(commands, 1):.1f} per 100 items)")  # fmt: skip
+    print(
+        f"sequencer: {commands:.0f} commands in {transactions:.0f} transactions "
+        f"({100 * transactions / max(commands, 1):.1f} per 100 items)"
+    )
     phases = {"accepting": (cpu[0], cpu[1]), "delivering and indexing": (cpu[1], cpu[2])}
     spent = {
         phase: {name: end[name] - begin[name] for name in begin} for phase, (begin, end) in phases.items()

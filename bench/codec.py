@@ -97,6 +97,8 @@ def main(n: int = N) -> None:
     size = len(codec.posting_updates().encode(updates(1)[0]))
     print(f"{n:,} PostingUpdates of {size:,} bytes, {ROUNDS} rounds, the paths taking turns")
     for step, (old, plain, typed) in compare(n).items():
-        print(f"{step}: before (dicts, schema parsed per call) {old:,.0f} records/s; "
-              f"now: dict-level AvroCodec {plain:,.0f}, typed codec {typed:,.0f} records/s "
-              f"(typed/before {typed / old:.2f}, typed/dict {typed / plain:.2f})")  # fmt: skip
+        print(
+            f"{step}: before (dicts, schema parsed per call) {old:,.0f} records/s; "
+            f"now: dict-level AvroCodec {plain:,.0f}, typed codec {typed:,.0f} records/s "
+            f"(typed/before {typed / old:.2f}, typed/dict {typed / plain:.2f})"
+        )

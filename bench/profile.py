@@ -75,8 +75,10 @@ def main(seconds: int = 20) -> None:
             profiler.start()
             load = saturate(api, postings, 32, seconds)
             profiler.join()
-            print(f"API process under 32 clients (wrk): {load.rate:.0f} updates/s, p50 {load.p50_ms:.0f} ms, "
-                  f"p99 {load.p99_ms:.0f} ms; py-spy at 200 samples/s, every thread, idle too")  # fmt: skip
+            print(
+                f"API process under 32 clients (wrk): {load.rate:.0f} updates/s, p50 {load.p50_ms:.0f} ms, "
+                f"p99 {load.p99_ms:.0f} ms; py-spy at 200 samples/s, every thread, idle too"
+            )
             print(summarise(raw))
     finally:
         api.stop()

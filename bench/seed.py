@@ -30,14 +30,9 @@ from runtime.kafka_clients import KafkaClients
 from runtime.topics import ensure_topics
 from schemas import codec
 from schemas.changelog import SequencerState
-from schemas.model import (
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Op,
-    Posting,
-    PostingUpdate,
-)
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination, Op, Posting, PostingUpdate
 from schemas.partitioning import partition_for
 from schemas.topics import Topics
 from search_indexer.config import IndexerSettings

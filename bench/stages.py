@@ -55,8 +55,10 @@ def table(before: Histograms, after: Histograms) -> str:
     lines = ["| stage | writes | mean ms | p50 ms | p99 ms |", "| --- | --- | --- | --- | --- |"]
     for stage in STAGES:
         d = delta.get(stage, {})
-        lines.append(f"| {stage} | {d.get('count', 0):.0f} | {mean_ms(stage):.1f} "
-                     f"| {_quantile_bound(d, 0.5)} | {_quantile_bound(d, 0.99)} |")  # fmt: skip
+        lines.append(
+            f"| {stage} | {d.get('count', 0):.0f} | {mean_ms(stage):.1f} "
+            f"| {_quantile_bound(d, 0.5)} | {_quantile_bound(d, 0.99)} |"
+        )
     reply = mean_ms("sequenced") - mean_ms("to_sequencer") - mean_ms("transaction")
     lines.append(f"| reply read (sequenced - to_sequencer - transaction, means) | | {reply:.1f} | | |")
     return "\n".join(lines)

@@ -100,8 +100,12 @@ def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
     name (py-spy tells it), else its OS name (librdkafka's `rdk:*`, RocksDB's ...), threads
     of one kind summed; a view's name without the run's topic prefix."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    dump = subprocess.run([py_spy, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    dump = subprocess.run(
+        [py_spy, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     named = {t["os_thread_id"]: t["thread_name"] for t in json.loads(dump.stdout) if t.get("thread_name")}
     spent: dict[str, float] = defaultdict(float)
     for task in Path(f"/proc/{pid}/task").iterdir():

@@ -78,9 +78,11 @@ def measure(
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     spent = {process: after[process] - before[process] - idle[process] * elapsed for process in before}
     phase = Phase(name, load, round(load.rate * seconds), spent, drained)
-    print(f"{name}: {load.rate:,.0f} updates/s, p99 {load.p99_ms:.1f} ms, "
-          f"{phase.cpu_ms_per_update():.1f} ms CPU per update, quiet {drained:.1f} s after",
-          flush=True)  # fmt: skip
+    print(
+        f"{name}: {load.rate:,.0f} updates/s, p99 {load.p99_ms:.1f} ms, "
+        f"{phase.cpu_ms_per_update():.1f} ms CPU per update, quiet {drained:.1f} s after",
+        flush=True,
+    )
     return phase
 
 
@@ -109,35 +111,67 @@ def main(seconds: float = SECONDS) -> None:
         idle = at_rest(pids)
         until_quiet(pids, idle)
         phases = [
-            measure(pids, "32 clients, 1,000 postings (saturation)", idle, seconds,
-                    lambda: write_path.saturate(system, postings, 32, seconds)),
-        ]  # fmt: skip
+            measure(
+                pids,
+                "32 clients, 1,000 postings (saturation)",
+                idle,
+                seconds,
+                lambda: write_path.saturate(system, postings, 32, seconds),
+            ),
+        ]
         before = stages.scrape(system.api)
-        phases.append(measure(pids, "100 updates/s offered, 1,000 postings", idle, seconds,
-                              lambda: write_path.fixed_rate(system, postings, 100, seconds)))  # fmt: skip
+        phases.append(
+            measure(
+                pids,
+                "100 updates/s offered, 1,000 postings",
+                idle,
+                seconds,
+                lambda: write_path.fixed_rate(system, postings, 100, seconds),
+            )
+        )
         breakdown = stages.table(before, stages.scrape(system.api))
-        phases.append(measure(pids, "32 clients, one posting", idle, seconds,
-                              lambda: write_path.saturate(system, postings[:1], 32, seconds)))  # fmt: skip
+        phases.append(
+            measure(
+                pids,
+                "32 clients, one posting",
+                idle,
+                seconds,
+                lambda: write_path.saturate(system, postings[:1], 32, seconds),
+            )
+        )
         boards = at_boards(system, postings)
         memory = rss_mib(pids)
-    print(f"the whole system as make run starts it, {seconds:.0f} s per load; CPU per update: every "
-          "process of the system from the load's start until it is quiet again, less its rate at rest "
-          f"({100 * sum(idle.values()):.0f} % of a core)")  # fmt: skip
-    print("| load | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client "
-          "| CPU ms per update | … without search | quiet after |")  # fmt: skip
+    print(
+        f"the whole system as make run starts it, {seconds:.0f} s per load; CPU per update: every "
+        "process of the system from the load's start until it is quiet again, less its rate at rest "
+        f"({100 * sum(idle.values()):.0f} % of a core)"
+    )
+    print(
+        "| load | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client "
+        "| CPU ms per update | … without search | quiet after |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for phase in phases:
-        print(f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} "
-              f"| {phase.cpu_ms_per_update(SEARCH_PROCESSES):.1f} | {phase.drained_s:.1f} s |")  # fmt: skip
+        print(
+            f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} "
+            f"| {phase.cpu_ms_per_update(SEARCH_PROCESSES):.1f} | {phase.drained_s:.1f} s |"
+        )
     for phase in phases:
-        print(f"CPU per update, {phase.name}, by process (ms): " + ", ".join(
-            f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
-            for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
-        ))  # fmt: skip
-    print("at the boards (the sandbox's record of each posting): " + "; ".join(
-        f"{board}: {again} versions sent again after they were applied, {disordered} postings out of order"
-        for board, (again, disordered) in boards.items()
-    ))  # fmt: skip
+        print(
+            f"CPU per update, {phase.name}, by process (ms): "
+            + ", ".join(
+                f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
+                for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
+            )
+        )
+    print(
+        "at the boards (the sandbox's record of each posting): "
+        + "; ".join(
+            f"{board}: {again} versions sent again after they were applied, "
+            f"{disordered} postings out of order"
+            for board, (again, disordered) in boards.items()
+        )
+    )
     print(
         f"memory of the system (RSS): {sum(memory.values()):,.0f} MiB ("
         + ", ".join(f"{name} {mib:,.0f}" for name, mib in sorted(memory.items(), key=lambda i: -i[1]))

@@ -62,8 +62,10 @@ class Load:
     client: str
 
     def row(self, name: str) -> str:
-        return (f"| {name} | {self.rate:,.0f} | {self.p50_ms:.1f} | {self.p99_ms:.1f} | {self.p999_ms:.1f} "
-                f"| {self.errors} | {self.client} |")  # fmt: skip
+        return (
+            f"| {name} | {self.rate:,.0f} | {self.p50_ms:.1f} | {self.p99_ms:.1f} | {self.p999_ms:.1f} "
+            f"| {self.errors} | {self.client} |"
+        )
 
 
 def _quantile(sorted_ms: list[float], q: float) -> float:
@@ -145,11 +147,13 @@ def fixed_rate(api: Target, posting_ids: list[str], rate: float, seconds: float)
         body = Path(folder, "body.json")
         body.write_text(json.dumps(BODY))
         targets = Path(folder, "targets.txt")
-        targets.write_text("".join(
-            f"PUT {api.url}/postings/{posting_id}\nAuthorization: Bearer {TOKEN}\n"
-            f"Content-Type: application/json\n@{body}\n\n"
-            for posting_id in random.sample(posting_ids, len(posting_ids))
-        ))  # fmt: skip
+        targets.write_text(
+            "".join(
+                f"PUT {api.url}/postings/{posting_id}\nAuthorization: Bearer {TOKEN}\n"
+                f"Content-Type: application/json\n@{body}\n\n"
+                for posting_id in random.sample(posting_ids, len(posting_ids))
+            )
+        )
         command = [vegeta, "attack", f"-rate={rate:g}/s", f"-duration={seconds:g}s", f"-targets={targets}"]
         attack = subprocess.run([*command, "-timeout=30s"], capture_output=True, check=True)
         encoded = subprocess.run(
@@ -253,16 +257,24 @@ def _measure(kafka: KafkaSettings, seconds: float) -> None:
         api.stop()
     sample = codec.posting_updates().encode(
         PostingUpdate(
-            posting_id=postings[0], version=1, op=Op.UPDATED, idempotency_key=f"{postings[0]}:1",
-            request_id="x" * 32, posting=postings.posting(0), last_update_time_millis=0, accepted_at=0,
+            posting_id=postings[0],
+            version=1,
+            op=Op.UPDATED,
+            idempotency_key=f"{postings[0]}:1",
+            request_id="x" * 32,
+            posting=postings.posting(0),
+            last_update_time_millis=0,
+            accepted_at=0,
         )
-    )  # fmt: skip
+    )
     # The commands topic: same partitions, but not compacted (ProducerPerformance sends no keys).
     reference = producer_performance(
         kafka.bootstrap_servers, f"{kafka.topic_prefix}.commands", len(sample), 200_000
     )
-    print(f"{brokers} broker(s), replication factor {kafka.replication_factor}, "
-          f"{kafka.partitions} partitions, {seconds:.0f} s per phase")  # fmt: skip
+    print(
+        f"{brokers} broker(s), replication factor {kafka.replication_factor}, "
+        f"{kafka.partitions} partitions, {seconds:.0f} s per phase"
+    )
     print("| measure | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, load in rows:

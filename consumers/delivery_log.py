@@ -17,9 +17,9 @@ from runtime.deliveries import event_record, publish, state_record
 from runtime.listing_events import listing_event, stable_event_id
 from runtime.listing_events import publish_listing_event as runtime_publish
 from runtime.outbox import deliver
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
 from schemas.listing_events import Listing, ListingProblem
-from schemas.model import DeliveryState
 from schemas.topics import Component, Topics
 
 log = logging.getLogger(__name__)

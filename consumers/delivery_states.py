@@ -49,8 +49,9 @@ from confluent_kafka import Message
 from runtime import records
 from runtime.stores import PartitionStore, Put, Stores
 from schemas import codec
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import JobHeld
-from schemas.model import BoardJob, DeliveryState, Destination
+from schemas.model import Destination
 from schemas.partitioning import partition_for
 
 UNRESOLVED = b"\x00unresolved/"  # no posting id starts with a NUL byte

@@ -43,8 +43,9 @@ from consumers.items import Item, NewsKind
 from consumers.steps import Accepted, Answered, JobStep, News, Superseded
 from schemas import codec
 from schemas.codec import SerializationError
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import JobHeld, ListingStatus, Op
-from schemas.model import BoardJob, DeliveryState, Destination, PostingUpdate
+from schemas.model import Destination, PostingUpdate
 
 # The board has decided nothing final about these: their status is read back.
 WATCHED = (ListingStatus.SUBMITTED, ListingStatus.RECEIVED, ListingStatus.LIVE)

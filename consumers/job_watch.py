@@ -30,8 +30,8 @@ from consumers.items import JobNews, NewsKind, news_item
 from consumers.job_rules import Due, JobTerms, due, listed
 from consumers.lanes import LaneScheduler
 from consumers.outcomes import DeliveryStates
+from schemas.deliveries import BoardJob
 from schemas.enums import ListingStatus
-from schemas.model import BoardJob
 
 log = logging.getLogger(__name__)
 

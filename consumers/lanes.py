@@ -35,8 +35,8 @@ from consumers.outcomes import DeliveryStates, Outcomes
 from consumers.retry import RetryPolicy
 from consumers.rules import next_step
 from consumers.steps import News, Step
-from schemas.enums import Op
-from schemas.model import DeliveryStatus, Destination
+from schemas.enums import DeliveryStatus, Op
+from schemas.model import Destination
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from consumers.items import Item
 from consumers.steps import Step
+from schemas.deliveries import BoardJob
 from schemas.enums import ListingStatus
-from schemas.model import BoardJob, Destination
+from schemas.model import Destination
 
 TYPES = {
     ListingStatus.SUBMITTED: "listing.submitted",

@@ -17,8 +17,10 @@ from consumers.clock import Clock
 from consumers.items import Item
 from consumers.listing_changes import ListingChange, listing_changes
 from consumers.steps import Step
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.model import Destination
 
 log = logging.getLogger(__name__)
 

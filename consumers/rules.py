@@ -33,7 +33,9 @@ from consumers.steps import (
     Turn,
     step_from,
 )
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 
 # A CREATE the board says it holds, then an UPDATE it says it does not (or the other way
 # round): after this many such turns in one version's way, the board is not making sense.

@@ -15,10 +15,17 @@ from dataclasses import dataclass, replace
 
 from consumers.boards.base import ElementOutcome, JobAction
 from consumers.items import Item
-from schemas.deliveries import OUTCOME_OF_STATUS, delivery_event, delivery_state
-from schemas.enums import DeliveryOutcome
+from schemas.deliveries import (
+    OUTCOME_OF_STATUS,
+    BoardJob,
+    DeliveryState,
+    UnresolvedLetter,
+    delivery_event,
+    delivery_state,
+)
+from schemas.enums import DeliveryOutcome, DeliveryStatus
 from schemas.events import DeliveryEvent
-from schemas.model import BoardJob, DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.model import Destination
 
 
 @dataclass(frozen=True)

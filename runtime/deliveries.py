@@ -12,8 +12,8 @@ from prometheus_client import Counter
 
 from runtime.outbox import Outgoing
 from schemas import codec
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState
 
 log = logging.getLogger(__name__)
 EVENTS_DROPPED = Counter(

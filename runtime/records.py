@@ -18,9 +18,10 @@ from prometheus_client import Counter
 from schemas import codec
 from schemas.changelog import SequencerState
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
 from schemas.listing_events import ListingEvent
-from schemas.model import Action, Command, DeliveryState, Destination, PostingUpdate, Reply
+from schemas.model import Action, Command, Destination, PostingUpdate, Reply
 from schemas.webhooks import WebhookDelivery, WebhookEndpoint, WebhookReplay
 
 log = logging.getLogger(__name__)

@@ -27,9 +27,10 @@ from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 from schemas import framing
 from schemas.audit import AuditEvent
 from schemas.changelog import SequencerState
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
 from schemas.listing_events import ListingEvent
-from schemas.model import Command, DeliveryState, PostingUpdate, Reply
+from schemas.model import Command, PostingUpdate, Reply
 from schemas.redrive import RedriveRequest
 from schemas.webhooks import WebhookDelivery, WebhookEndpoint, WebhookReplay
 

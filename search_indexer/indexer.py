@@ -38,8 +38,8 @@ from runtime.kafka import coordinates
 from runtime.kafka_clients import KafkaClients
 from runtime.outbox import Outgoing, deliver
 from schemas.deliveries import delivery_event, delivery_state
-from schemas.enums import DeliveryOutcome
-from schemas.model import DeliveryStatus, Destination, Op, PostingUpdate
+from schemas.enums import DeliveryOutcome, DeliveryStatus
+from schemas.model import Destination, Op, PostingUpdate
 from schemas.topics import Component, Topics
 from search_indexer import index
 from search_indexer.config import IndexerSettings

@@ -70,8 +70,21 @@ PLACES = [
     ("São Paulo", "São Paulo", "01310-100", "BR"),
     ("Tokyo", "Tokyo", "100-0005", "JP"),
 ]
-CURRENCIES = {"DE": "EUR", "NL": "EUR", "GB": "GBP", "US": "USD", "CA": "CAD", "FR": "EUR", "ES": "EUR",
-              "IE": "EUR", "SE": "SEK", "AU": "AUD", "CH": "CHF", "BR": "BRL", "JP": "JPY"}  # fmt: skip
+CURRENCIES = {
+    "DE": "EUR",
+    "NL": "EUR",
+    "GB": "GBP",
+    "US": "USD",
+    "CA": "CAD",
+    "FR": "EUR",
+    "ES": "EUR",
+    "IE": "EUR",
+    "SE": "SEK",
+    "AU": "AUD",
+    "CH": "CHF",
+    "BR": "BRL",
+    "JP": "JPY",
+}
 EMPLOYMENT = [EmploymentType.FULL_TIME] * 5 + [EmploymentType.PART_TIME, EmploymentType.CONTRACT]
 WORKPLACES = [Workplace.ON_SITE, Workplace.HYBRID, Workplace.ON_SITE, Workplace.HYBRID, Workplace.REMOTE]
 
@@ -124,8 +137,12 @@ def body(index: int = 0, **changes: Any) -> dict[str, Any]:
     }
     if made.salary is not None:
         salary = made.salary
-        fields["salary"] = {"min": salary.min, "max": salary.max, "currency": salary.currency,
-                            "period": salary.period.value.lower()}  # fmt: skip
+        fields["salary"] = {
+            "min": salary.min,
+            "max": salary.max,
+            "currency": salary.currency,
+            "period": salary.period.value.lower(),
+        }
     fields.update(changes)
     return {name: value for name, value in fields.items() if value is not ABSENT}
 

@@ -1,6 +1,8 @@
-"""The job boards' wire: one adapter per board (`linkedin`, `indeed`) implementing
-`consumers.boards.base.BoardAdapter`, the OAuth token source (`tokens`), the employer
-registry (`employers`), and here the one HTTP call they all make and what its failures mean.
+"""The job boards' wire: one package per board (`linkedin`, `indeed`: its adapter, which
+implements `consumers.boards.base.BoardAdapter` and makes the calls; what it asks of the
+board, `request`; how it reads the board's answers, `answers`), a posting as any board is sent
+it (`content`), the boards' shared settings (`settings`), and here the one HTTP call they all
+make and what its failures mean.
 
 A failure is classified once, here or in the adapter (DESIGN.md, "A destination is a shared
 resource"):

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from schemas.enums import JobHeld
-from schemas.model import BoardJob, DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import BoardJob, DeliveryState
+from schemas.enums import DeliveryStatus, JobHeld
+from schemas.model import Destination
 
 
 class ProgressStatus(StrEnum):

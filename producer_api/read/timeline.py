@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from producer_api.read.progress import Listing, listing_of
-from schemas.enums import DeliveryOutcome, Destination, Op
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryOutcome, DeliveryStatus, Destination, Op
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, DeliveryStatus
 
 
 class CellState(StrEnum):

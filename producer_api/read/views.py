@@ -21,8 +21,9 @@ from runtime import records
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, Destination, Op, PostingUpdate
+from schemas.model import Destination, Op, PostingUpdate
 from schemas.topics import Topics
 
 __all__ = [

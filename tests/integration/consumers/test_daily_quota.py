@@ -6,7 +6,7 @@ a real process; the board is the sandbox, whose own log says when each record ar
 
 import time
 
-from schemas.model import DeliveryStatus
+from schemas.enums import DeliveryStatus
 from schemas.topics import Component
 from tests.integration.consumers.conftest import dead_letters, metric, state_history
 from tests.processes import free_port, wait_until

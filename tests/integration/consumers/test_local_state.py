@@ -22,8 +22,9 @@ from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
-from schemas.deliveries import delivery_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
+from schemas.deliveries import DeliveryState, delivery_state
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination, Op, PostingUpdate
 from schemas.partitioning import partition_for
 from tests import postings
 

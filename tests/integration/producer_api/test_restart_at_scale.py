@@ -65,8 +65,10 @@ def test_a_restart_with_state_on_disk_is_fast_and_reads_match_the_log(
         for i in sample:
             read = again.client.get(seeded.posting_ids[i])
             assert (read["version"], read["title"]) == (0, f"Stream Processing Engineer {i}")
-        for posting_id, title, version in ((seeded.posting_ids[0], "First start", 1),
-                                           (seeded.posting_ids[1], "After restart", 1)):  # fmt: skip
+        for posting_id, title, version in (
+            (seeded.posting_ids[0], "First start", 1),
+            (seeded.posting_ids[1], "After restart", 1),
+        ):
             read = again.client.get(posting_id)
             assert (read["version"], read["title"]) == (version, title)
     finally:

@@ -157,7 +157,9 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
         },
     )
     api = ApiProcess(
-        kafka, DEV_TOKEN, elasticsearch_url,
+        kafka,
+        DEV_TOKEN,
+        elasticsearch_url,
         JOBPOST_API_SEARCH_ALIAS=alias,
         JOBPOST_API_CREDENTIALS_FILE=str(credentials),
         JOBPOST_API_CREDENTIALS_CHECK_S="0.2",
@@ -168,7 +170,7 @@ def system(kafka_bootstrap: str, elasticsearch_url: str, tmp_path_factory) -> It
         JOBPOST_API_OIDC_ISSUER=ISSUER,
         JOBPOST_API_OIDC_AUDIENCE=AUDIENCE,
         JOBPOST_API_RATE_LIMIT="60/second",
-    )  # fmt: skip
+    )
     try:
         api.wait_ready()
         yield System(kafka, api, credentials, elasticsearch_url, alias, jwks)
@@ -331,8 +333,14 @@ def bearer(
     **claims: object,
 ) -> str:
     """A token of the test's issuer for this API, read-only for acme unless `claims` say else."""
-    body = {"iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300, "sub": "svc-acme",
-            "employer": "acme", "scope": "openid postings:read"} | claims  # fmt: skip
+    body = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "exp": int(time.time()) + 300,
+        "sub": "svc-acme",
+        "employer": "acme",
+        "scope": "openid postings:read",
+    } | claims
     token = jwt.encode(body, key, algorithm=algorithm, headers={"kid": kid})
     ISSUED.append(token)
     return token
@@ -440,8 +448,12 @@ def dead_letter(kafka: KafkaSettings, update: PostingUpdate) -> None:
     """A LinkedIn dead letter for `update`, as the consumer writes one."""
     headers = DeadLetterHeaders("HTTP 400: rejected", Topics(kafka.topic_prefix).postings, 0, 0, 1, 1, 1)
     producer = KafkaClients(kafka).producer()
-    producer.produce(Topics(kafka.topic_prefix).dlq("linkedin"), codec.posting_updates().encode(update),
-                     update.posting_id.encode(), headers=headers.to_headers())  # fmt: skip
+    producer.produce(
+        Topics(kafka.topic_prefix).dlq("linkedin"),
+        codec.posting_updates().encode(update),
+        update.posting_id.encode(),
+        headers=headers.to_headers(),
+    )
     assert producer.flush(10) == 0
 
 

@@ -31,8 +31,9 @@ from consumers.lanes import LaneScheduler
 from consumers.listing_changes import ListingChange
 from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy, RetrySettings
+from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
-from schemas.model import DeliveryState, Destination, Op, PostingUpdate
+from schemas.model import Destination, Op, PostingUpdate
 from tests import postings
 
 SNAPSHOT = postings.posting(0)

@@ -5,7 +5,9 @@ import itertools
 
 from consumers.boards.base import BoardDown, TaskOutcome, TaskState
 from consumers.destination.circuit import CircuitState
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from tests.unit.consumers.fakes import Harness, item, scenario
 
 

@@ -7,8 +7,9 @@ from consumers.delivery_states import StoredStates, unresolved_in
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore, StateSettings, Stores
 from schemas import codec
-from schemas.deliveries import delivery_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.deliveries import DeliveryState, UnresolvedLetter, delivery_state
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from schemas.partitioning import partition_for
 
 PARTITIONS = 3

@@ -19,8 +19,9 @@ from consumers.boards.base import (
 )
 from consumers.items import Item
 from consumers.job_rules import JobTerms
-from schemas.enums import JobHeld, ListingStatus
-from schemas.model import DeliveryState, DeliveryStatus, Destination, Op, PostingUpdate
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus, JobHeld, ListingStatus
+from schemas.model import Destination, Op, PostingUpdate
 from tests import postings
 from tests.unit.consumers.fakes import Harness, scenario
 

@@ -9,7 +9,9 @@ from consumers.boards.base import Rejected, Unsure
 from consumers.items import Item
 from consumers.lanes import superseded_by
 from consumers.retry import RetrySettings
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from schemas.redrive import RedriveRequest
 from tests.unit.consumers.fakes import Harness, item, scenario, update
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from consumers.delivery_log import publish_listing_event
 from consumers.listing_changes import ListingChange
 from schemas import codec
+from schemas.deliveries import BoardJob
 from schemas.enums import JobHeld, ListingStatus
-from schemas.model import BoardJob, Destination
+from schemas.model import Destination
 from schemas.topics import Topics
 
 TOPICS = Topics("jobpost")

@@ -6,7 +6,9 @@ from consumers.boards.base import Rejected, Unsure
 from consumers.items import Item
 from consumers.retry import RetrySettings
 from schemas import codec
-from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.deliveries import DeliveryState, UnresolvedLetter
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from schemas.redrive import RedriveRequest
 from tests.unit.consumers.fakes import Harness, item, scenario, update
 

@@ -1,7 +1,9 @@
 """The lane's rules, pure: done already, redrive skipped."""
 
 from consumers.rules import done_already, redrive_skipped
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from tests.unit.consumers.fakes import item
 
 LINKEDIN = Destination.LINKEDIN

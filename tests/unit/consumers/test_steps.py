@@ -1,7 +1,9 @@
 """A version's way written out, pure: the next state, the progress a restart resumes."""
 
 from consumers.steps import Progress, next_state
-from schemas.model import DeliveryState, DeliveryStatus, Destination, UnresolvedLetter
+from schemas.deliveries import DeliveryState, UnresolvedLetter
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from tests.unit.consumers.fakes import item
 
 LINKEDIN = Destination.LINKEDIN

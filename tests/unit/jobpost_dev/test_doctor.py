@@ -103,9 +103,14 @@ def test_maven_is_needed_only_while_the_servers_are_not_fetched(bare: Path, tmp_
 
 
 def test_the_command_exits_2_naming_what_is_missing(bare: Path, monkeypatch, capsys):
-    monkeypatch.setattr(doctor, "check", lambda settings, obtain, say: [
-        doctor.Finding("Python >= 3.11", "3.11.7"), doctor.Finding("chromium", None, "install it"),
-    ])  # fmt: skip
+    monkeypatch.setattr(
+        doctor,
+        "check",
+        lambda settings, obtain, say: [
+            doctor.Finding("Python >= 3.11", "3.11.7"),
+            doctor.Finding("chromium", None, "install it"),
+        ],
+    )
     assert doctor.main(obtain=False) == 2
     out = capsys.readouterr()
     assert out.out.splitlines() == ["ok       Python >= 3.11: 3.11.7", "MISSING  chromium: install it"]

@@ -46,8 +46,15 @@ def test_an_employer_registry_is_read_from_its_file_and_a_bad_one_stops_the_star
 
 def test_an_employer_known_on_one_board_has_no_identity_on_the_other(tmp_path):
     path = tmp_path / "employers.json"
-    path.write_text(json.dumps({"employers": {"acme": {"company_name": "Acme",
-                    "linkedin": {"organization": "urn:li:organization:42"}}}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "employers": {
+                    "acme": {"company_name": "Acme", "linkedin": {"organization": "urn:li:organization:42"}}
+                }
+            }
+        )
+    )
     registry = EmployerRegistry.load(path)
     assert registry.identity("acme", Destination.LINKEDIN) is not None
     assert registry.identity("acme", Destination.INDEED) is None

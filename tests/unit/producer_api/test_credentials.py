@@ -12,8 +12,12 @@ from producer_api.credentials import Credentials, CredentialsError, CredentialsF
 
 
 def entry(name: str, token: str, employer: str = "acme", scopes=("postings:read",)) -> dict:
-    return {"name": name, "token_sha256": hashlib.sha256(token.encode()).hexdigest(), "employer": employer,
-            "scopes": list(scopes)}  # fmt: skip
+    return {
+        "name": name,
+        "token_sha256": hashlib.sha256(token.encode()).hexdigest(),
+        "employer": employer,
+        "scopes": list(scopes),
+    }
 
 
 def write(path, *entries: dict) -> None:
@@ -35,8 +39,11 @@ def test_a_token_of_the_file_is_its_credential_with_its_employer_and_scopes(tmp_
     caller = credentials.caller("t-acme")
     assert caller is not None
     assert (caller.name, caller.employer, caller.scopes, caller.operator) == (
-        "ats-acme", "acme", {Scope.READ, Scope.WRITE}, False
-    )  # fmt: skip
+        "ats-acme",
+        "acme",
+        {Scope.READ, Scope.WRITE},
+        False,
+    )
     operator = credentials.caller("t-ops")
     assert operator is not None and operator.operator and operator.scopes == {Scope.OPS}
     assert credentials.caller("t-unknown") is None

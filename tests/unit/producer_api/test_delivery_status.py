@@ -1,7 +1,9 @@
 """How a destination's progress reads for the posting's current version."""
 
 from producer_api.read.progress import Progress, ProgressStatus, progress, status_for
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 
 
 def state(status: DeliveryStatus, delivered: int | None = None, pending: int | None = None) -> DeliveryState:

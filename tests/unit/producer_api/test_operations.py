@@ -5,7 +5,9 @@ import asyncio
 
 from producer_api.config import ApiSettings
 from producer_api.operations import Operations, Recent
-from schemas.model import DeliveryState, DeliveryStatus, Destination
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 
 
 class Deliveries:

@@ -25,17 +25,9 @@ from producer_api.service import (
 from runtime.deliveries import state_record
 from runtime.kafka import KafkaSettings
 from runtime.stores import PartitionStore
-from schemas.model import (
-    DEFAULT_EMPLOYER,
-    Action,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Outcome,
-    Posting,
-    Reply,
-)
+from schemas.deliveries import DeliveryState
+from schemas.enums import DeliveryStatus
+from schemas.model import DEFAULT_EMPLOYER, Action, Command, Destination, Outcome, Posting, Reply
 from schemas.partitioning import partition_for
 
 
@@ -109,8 +101,11 @@ def test_a_create_sends_one_command_and_answers_with_the_accepted_version():
 
     (command,) = commands.sent
     assert (command.action, command.request_id, command.posting, command.expected_version) == (
-        Action.CREATE, "key-1", posting, None,
-    )  # fmt: skip
+        Action.CREATE,
+        "key-1",
+        posting,
+        None,
+    )
     assert command.request_fingerprint == request_fingerprint(Action.CREATE, posting)
     assert (view.id, view.version, view.deleted, view.posting) == (command.posting_id, 0, False, posting)
     again = asyncio.run(service(FakeCommands()).create(CALLER, posting, "key-1"))

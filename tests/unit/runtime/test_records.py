@@ -7,17 +7,9 @@ from runtime import records
 from runtime.deliveries import state_record
 from schemas import codec
 from schemas.changelog import KeyUse, SequencerState
-from schemas.deliveries import delivery_state
-from schemas.model import (
-    Action,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Op,
-    Posting,
-    PostingUpdate,
-)
+from schemas.deliveries import DeliveryState, delivery_state
+from schemas.enums import DeliveryStatus
+from schemas.model import Action, Command, Destination, Op, Posting, PostingUpdate
 
 STATE = DeliveryState(Destination.SEARCH, "p1", DeliveryStatus.DELIVERED, delivered_version=3, updated_at=5)
 

@@ -141,10 +141,24 @@ def test_records_of_the_release_before_employers_read_with_the_default_employer_
 
 def test_the_new_fields_round_trip():
     record = dataclasses.replace(
-        update(), employer="acme", actor="ats-acme",
+        update(),
+        employer="acme",
+        actor="ats-acme",
         posting=Posting("T", "d", "", location="Berlin, Germany", apply_url="https://acme.example/jobs/1"),
-    )  # fmt: skip
+    )
     assert codec.posting_updates().decode(codec.posting_updates().encode(record)) == record
+
+
+# The posting's fields that records from before listable postings lack.
+LISTING_FIELDS = (
+    "description_format",
+    "locations",
+    "workplace",
+    "employment_type",
+    "salary",
+    "expires_at",
+    "boards",
+)
 
 
 def test_records_of_the_release_before_listable_postings_read_with_the_listing_defaults():
@@ -153,8 +167,7 @@ def test_records_of_the_release_before_listable_postings_read_with_the_listing_d
         update(), employer="acme", posting=Posting("T", "d", "", "Berlin, Germany", "https://a.example/1")
     )
     record = v3.to_avro()
-    for name in ("description_format", "locations", "workplace", "employment_type", "salary", "expires_at",
-                 "boards"):  # fmt: skip
+    for name in LISTING_FIELDS:
         del record["posting"][name]
     read = codec.posting_updates().decode(AvroCodec(load_schema("posting_update.v3.avsc")).encode(record))
     assert read == v3
@@ -166,20 +179,26 @@ def test_records_of_the_release_before_listable_postings_read_with_the_listing_d
 
     command = Command("r", "p", Action.CREATE, received_at=1, posting=Posting("T", "d"), employer="acme")
     fields = command.to_avro()
-    for name in ("description_format", "locations", "workplace", "employment_type", "salary", "expires_at",
-                 "boards"):  # fmt: skip
+    for name in LISTING_FIELDS:
         del fields["posting"][name]
     assert codec.commands().decode(AvroCodec(load_schema("command.v4.avsc")).encode(fields)) == command
 
 
 def test_a_listable_posting_round_trips_through_the_postings_and_the_commands():
     posting = Posting(
-        "Senior Data Engineer", "<p>Streams</p>", "", None, "https://careers.example.com/jobs/1",
+        "Senior Data Engineer",
+        "<p>Streams</p>",
+        "",
+        None,
+        "https://careers.example.com/jobs/1",
         DescriptionFormat.HTML,
         (PostingLocation("DE", "Berlin", "Berlin", "10115"), PostingLocation("FR", "Lyon")),
-        Workplace.HYBRID, EmploymentType.CONTRACT, Salary(70_000.0, "EUR", SalaryPeriod.YEAR, 90_000.0),
-        4_102_444_800_000, (Destination.INDEED,),
-    )  # fmt: skip
+        Workplace.HYBRID,
+        EmploymentType.CONTRACT,
+        Salary(70_000.0, "EUR", SalaryPeriod.YEAR, 90_000.0),
+        4_102_444_800_000,
+        (Destination.INDEED,),
+    )
     record = dataclasses.replace(update(), posting=posting)
     assert codec.posting_updates().decode(codec.posting_updates().encode(record)) == record
     command = Command("r", "p", Action.REPLACE, received_at=1, posting=posting)

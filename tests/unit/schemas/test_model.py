@@ -8,8 +8,10 @@ from enum import StrEnum
 import pytest
 
 from schemas.codec import AVRO_DIR, AvroCodec, RecordCodec, SerializationError, load_schema
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import (
     DeliveryOutcome,
+    DeliveryStatus,
     DescriptionFormat,
     EmploymentType,
     JobHeld,
@@ -18,19 +20,7 @@ from schemas.enums import (
     Workplace,
 )
 from schemas.events import DeliveryEvent
-from schemas.model import (
-    Action,
-    BoardJob,
-    Command,
-    DeliveryState,
-    DeliveryStatus,
-    Destination,
-    Op,
-    Outcome,
-    Posting,
-    PostingUpdate,
-    Reply,
-)
+from schemas.model import Action, Command, Destination, Op, Outcome, Posting, PostingUpdate, Reply
 
 TYPES = {
     "posting_update": PostingUpdate,
@@ -103,8 +93,11 @@ def test_field_names_are_the_avro_ones(stem):
     schema = newest_schema(stem)
     assert {f.name for f in dataclasses.fields(TYPES[stem])} == {f["name"] for f in schema["fields"]}
     for field in schema["fields"]:
-        snapshot = [t for t in (field["type"] if isinstance(field["type"], list) else [field["type"]])
-                    if isinstance(t, dict) and t.get("name") == "PostingSnapshot"]  # fmt: skip
+        snapshot = [
+            t
+            for t in (field["type"] if isinstance(field["type"], list) else [field["type"]])
+            if isinstance(t, dict) and t.get("name") == "PostingSnapshot"
+        ]
         if snapshot:
             assert {f.name for f in dataclasses.fields(Posting)} == {f["name"] for f in snapshot[0]["fields"]}
 

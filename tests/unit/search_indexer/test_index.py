@@ -46,11 +46,17 @@ def test_a_document_is_the_update_s_newest_text_and_version():
         "last_update_time": 99,
         "employer": "acme",
         "listing": {
-            "location": None, "apply_url": None, "description_format": "TEXT", "locations": [],
-            "workplace": "ON_SITE", "employment_type": "FULL_TIME", "salary": None, "expires_at": None,
+            "location": None,
+            "apply_url": None,
+            "description_format": "TEXT",
+            "locations": [],
+            "workplace": "ON_SITE",
+            "employment_type": "FULL_TIME",
+            "salary": None,
+            "expires_at": None,
             "boards": ["linkedin", "indeed"],
         },
-    }  # fmt: skip
+    }
     assert list(document.to_source()) == FIELDS
     assert SearchDocument.from_source(document.to_source()) == document
 

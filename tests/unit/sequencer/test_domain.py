@@ -140,8 +140,10 @@ def test_refusals_write_nothing():
     state.decide(command("CREATE", "c"), 1)
     mismatch = state.decide(command("REPLACE", "d", expected=5), 1)
     assert (mismatch.result.outcome, mismatch.result.version, mismatch.updates) == (
-        Outcome.VERSION_MISMATCH, 0, [],
-    )  # fmt: skip
+        Outcome.VERSION_MISMATCH,
+        0,
+        [],
+    )
     assert state.decide(command("CREATE", "e"), 1).result.outcome == Outcome.ALREADY_EXISTS
 
 
@@ -238,8 +240,10 @@ def test_another_employers_posting_is_answered_as_if_it_did_not_exist():
     ):
         decision = state.decide(sent_by("globex", cmd), 3)
         assert (decision.updates, decision.result.outcome, decision.result.version) == (
-            [], Outcome.NOT_FOUND, None,
-        )  # fmt: skip
+            [],
+            Outcome.NOT_FOUND,
+            None,
+        )
     assert state.decide(sent_by("acme", command("REPLACE", "r11")), 4).result.version == 2
 
 

@@ -7,7 +7,8 @@ from consumers.destination.access import A_SEND, A_TASK_POLL, BoardAccess
 from consumers.destination.budget import RateBudget
 from consumers.destination.circuit import Circuit
 from consumers.destination.quota import DailyQuota, QuotaKind
-from schemas.model import DeliveryStatus, Destination
+from schemas.enums import DeliveryStatus
+from schemas.model import Destination
 from tests.unit.consumers.fakes import FakeTokens, Harness, item, scenario
 
 DAY_MS = 60_000  # a scaled day: the virtual clock starts at 1,000,000 ms, the first reset is at 1,020,000

@@ -7,7 +7,7 @@ import itertools
 from consumers.boards.base import BoardDown, CallFailed, Delivered, Rejected, Throttled, Unsure
 from consumers.destination.circuit import CircuitSettings, CircuitState
 from consumers.retry import RetrySettings
-from schemas.model import DeliveryStatus
+from schemas.enums import DeliveryStatus
 from tests.unit.consumers.fakes import Harness, item, scenario
 
 

@@ -3,7 +3,7 @@ each case too, not only our checks.
 
 Each case's body becomes what our adapter would send its board: the API's own conversion of
 a body to a posting (`to_posting`), then the adapter's own element or job
-(`consumers.boards.linkedin.job_element`, `.indeed.upsert_job`). It passes neither the API's
+(`consumers.boards.linkedin.request.job_element`, `.indeed.request.upsert_job`). It passes neither the API's
 write-time check nor the adapter's check before sending, since what the table says they
 refuse is what the board must refuse here. The sandbox, in process, refuses it where the board
 says so (LinkedIn: in the element's answer, or later as a FAILED task; Indeed: in the call's
@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 
-from consumers.boards import indeed, linkedin
 from consumers.boards.base import Operation
+from consumers.boards.indeed.request import upsert_job
+from consumers.boards.linkedin.request import job_element
 from listing.employers import Employer
 from producer_api.http.models import PostingIn
 from producer_api.http.posting_body import to_posting
@@ -88,7 +89,7 @@ def posting_of(case: RefusalCase) -> Posting:
 
 def linkedin_element(case: RefusalCase) -> dict[str, Any]:
     assert EMPLOYER.linkedin is not None
-    element = linkedin.job_element(
+    element = job_element(
         Operation.CREATE, case.id, posting_of(case), EMPLOYER.linkedin.organization, LISTED_AT
     )
     if case.code == "employer_not_configured":
@@ -112,7 +113,7 @@ def indeed_job(case: RefusalCase) -> dict[str, Any]:
 
 def upsert(posting_id: str, posting: Posting, employer: Employer) -> dict[str, Any]:
     assert employer.indeed is not None
-    return indeed.upsert_job(posting_id, posting, employer, employer.indeed, LISTED_AT)
+    return upsert_job(posting_id, posting, employer, employer.indeed, LISTED_AT)
 
 
 async def linkedin_verdict(s: Sandbox, element: dict[str, Any]) -> tuple[str | None, str]:

@@ -37,10 +37,14 @@ class Sequencer:
 def api(tmp_path):
     credentials = tmp_path / "credentials.json"
     entries = [
-        {"name": f"ats-{e}", "token_sha256": sha256(e).hex(), "employer": e,
-         "scopes": ["postings:read", "postings:write"]}
+        {
+            "name": f"ats-{e}",
+            "token_sha256": sha256(e).hex(),
+            "employer": e,
+            "scopes": ["postings:read", "postings:write"],
+        }
         for e in EMPLOYERS
-    ]  # fmt: skip
+    ]
     credentials.write_text(json.dumps({"credentials": entries}))
     settings = ApiSettings(credentials_file=credentials)
     app = create_app(settings)  # never started: the state the lifespan would build is set here
@@ -121,9 +125,13 @@ def test_each_batch_item_is_refused_as_alone_and_the_listable_ones_are_written(a
 
 
 def test_a_listable_posting_is_written_with_every_field_as_accepted(api):
-    body = postings.body(0, description_format="html", description="<p>" + postings.body(0)["description"]
-                         + ' <a href="https://x.example">more</a></p>', boards=["indeed"],
-                         expires_at="2099-01-31T12:00:00Z")  # fmt: skip
+    body = postings.body(
+        0,
+        description_format="html",
+        description="<p>" + postings.body(0)["description"] + ' <a href="https://x.example">more</a></p>',
+        boards=["indeed"],
+        expires_at="2099-01-31T12:00:00Z",
+    )
     answer = api.post("/postings", json=body, headers=as_("default"))
     assert answer.status_code == 201, answer.text
     created = answer.json()
@@ -163,8 +171,11 @@ def test_the_deprecated_location_is_read_as_one_place_or_refused_saying_to_send_
     assert "locations" in error["detail"]
 
     # A board's problem with a location read from `location` points at what was sent.
-    alone = api.post("/postings:validate", json={**body, "location": "Lyon, France", "boards": ["indeed"],
-                                                 "workplace": "on_site"}, headers=as_("default"))  # fmt: skip
+    alone = api.post(
+        "/postings:validate",
+        json={**body, "location": "Lyon, France", "boards": ["indeed"], "workplace": "on_site"},
+        headers=as_("default"),
+    )
     assert alone.json()["boards"]["indeed"]["listable"] is True
 
 

@@ -17,8 +17,9 @@ from schemas.topics import BOARDS
 
 
 def test_a_timeline_as_the_playground_reads_it():
-    event = delivery_event(Destination.INDEED, "p", 0, DeliveryOutcome.RETRYING, 2, error="503", at=7,
-                           next_attempt_at=9)  # fmt: skip
+    event = delivery_event(
+        Destination.INDEED, "p", 0, DeliveryOutcome.RETRYING, 2, error="503", at=7, next_attempt_at=9
+    )
     built = timeline.build("p", 0, False, [VersionLine(0, Op.CREATED, 5, "Engineer")], [event], {})
 
     answer = jsonable_encoder(present.timeline(built))
@@ -39,8 +40,16 @@ def test_a_timeline_as_the_playground_reads_it():
         "lanes": {
             "linkedin": {"cells": [pending], "waiting_for": None, "closed": False, "listing": None},
             "indeed": {
-                "cells": [{**pending, "state": "retrying", "at": 7, "attempts": 2, "error": "503",
-                           "next_attempt_at": 9}],
+                "cells": [
+                    {
+                        **pending,
+                        "state": "retrying",
+                        "at": 7,
+                        "attempts": 2,
+                        "error": "503",
+                        "next_attempt_at": 9,
+                    }
+                ],
                 "waiting_for": None,
                 "closed": False,
                 "listing": None,
@@ -48,10 +57,20 @@ def test_a_timeline_as_the_playground_reads_it():
             "search": {"cells": [pending], "waiting_for": None, "closed": False, "listing": None},
         },
         "events": [
-            {"posting_id": "p", "version": 0, "destination": "indeed", "attempt": 2, "outcome": "retrying",
-             "error": "503", "next_attempt_at": 9, "at": 7, "task_id": None, "request_id": None}
+            {
+                "posting_id": "p",
+                "version": 0,
+                "destination": "indeed",
+                "attempt": 2,
+                "outcome": "retrying",
+                "error": "503",
+                "next_attempt_at": 9,
+                "at": 7,
+                "task_id": None,
+                "request_id": None,
+            }
         ],
-    }  # fmt: skip
+    }
 
 
 def test_delivery_progress_names_every_destination():
@@ -68,13 +87,22 @@ def test_delivery_progress_names_every_destination():
     assert answer["posting_id"] == "p" and answer["version"] == 3
     assert list(answer["destinations"]) == ["linkedin", "indeed", "search"]
     assert answer["destinations"]["linkedin"] == {
-        "delivered_version": 2, "status": "retrying", "attempts": 4, "first_attempt_at": 10,
-        "next_attempt_at": 20, "last_error": "timeout", "task_id": None, "paused_reason": None,
+        "delivered_version": 2,
+        "status": "retrying",
+        "attempts": 4,
+        "first_attempt_at": 10,
+        "next_attempt_at": 20,
+        "last_error": "timeout",
+        "task_id": None,
+        "paused_reason": None,
         "listing": {
-            "id": "urn:li:jobPosting:42", "url": "https://www.linkedin.com/jobs/view/42",
-            "status": "live", "reason": None, "since": 11,
+            "id": "urn:li:jobPosting:42",
+            "url": "https://www.linkedin.com/jobs/view/42",
+            "status": "live",
+            "reason": None,
+            "since": 11,
         },
-    }  # fmt: skip
+    }
     indeed = answer["destinations"]["indeed"]
     assert (indeed["status"], indeed["task_id"]) == ("submitted", "urn:li:simpleJobPostingTask:7")
     assert answer["destinations"]["search"]["status"] == "pending"

@@ -14,11 +14,25 @@ from schemas.model import Op, Posting, PostingUpdate
 
 
 def letter(offset: int, posting_id: str, version: int, error: str = "rejected") -> Message:
-    update = PostingUpdate(posting_id, version, Op.UPDATED, f"{posting_id}:{version}", "r",
-                           Posting("Secret title", "Secret text"), 1000, 1000)  # fmt: skip
+    update = PostingUpdate(
+        posting_id,
+        version,
+        Op.UPDATED,
+        f"{posting_id}:{version}",
+        "r",
+        Posting("Secret title", "Secret text"),
+        1000,
+        1000,
+    )
     headers = DeadLetterHeaders(error, "jobpost.postings", 0, offset, 3, 1000 + offset, 2000 + offset)
-    return Message(topic="jobpost.linkedin.dlq", partition=0, offset=offset, key=posting_id.encode(),
-                   value=codec.posting_updates().encode(update), headers=headers.to_headers())  # fmt: skip
+    return Message(
+        topic="jobpost.linkedin.dlq",
+        partition=0,
+        offset=offset,
+        key=posting_id.encode(),
+        value=codec.posting_updates().encode(update),
+        headers=headers.to_headers(),
+    )
 
 
 def indexed(tmp_path, messages: list[Message]) -> tuple[DeadLettersView, PartitionStore]:
@@ -34,8 +48,13 @@ def test_letters_are_listed_newest_first_without_the_postings_text(tmp_path):
 
     (newest, oldest) = view.newest()
     assert (newest.posting_id, newest.version, newest.op, newest.error, newest.attempts, newest.at) == (
-        "p2", 4, "UPDATED", "HTTP 400", 3, 2001
-    )  # fmt: skip
+        "p2",
+        4,
+        "UPDATED",
+        "HTTP 400",
+        3,
+        2001,
+    )
     assert (oldest.partition, oldest.offset, oldest.posting_id) == (0, 0, "p1")
     assert not any(b"Secret" in value for _, value in store.items())
 
@@ -45,8 +64,9 @@ def test_a_version_refused_again_keeps_only_its_newest_letter(tmp_path):
         tmp_path, [letter(0, "p1", 2, "first"), letter(1, "p9", 0), letter(2, "p1", 2, "again")]
     )
     assert [(x.posting_id, x.version, x.offset, x.error) for x in view.newest()] == [
-        ("p1", 2, 2, "again"), ("p9", 0, 1, "rejected")
-    ]  # fmt: skip
+        ("p1", 2, 2, "again"),
+        ("p9", 0, 1, "rejected"),
+    ]
 
 
 def test_the_index_keeps_the_newest_letters_of_a_partition_only(tmp_path, monkeypatch):

@@ -1,15 +1,22 @@
 """A posting's progress at each destination, with the job each board holds for it."""
 
 from producer_api.read.progress import Listing, ProgressStatus, progress
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import DeliveryStatus, Destination, JobHeld, ListingStatus
-from schemas.model import BoardJob, DeliveryState
 
 LINKEDIN, INDEED = Destination.LINKEDIN, Destination.INDEED
 
 
 def test_the_listing_is_the_job_the_board_holds_once_it_answered():
-    live = BoardJob(JobHeld.OPEN, "urn:li:jobPosting:9", "https://www.linkedin.com/jobs/view/9", "acme",
-                    ListingStatus.LIVE, None, 17)  # fmt: skip
+    live = BoardJob(
+        JobHeld.OPEN,
+        "urn:li:jobPosting:9",
+        "https://www.linkedin.com/jobs/view/9",
+        "acme",
+        ListingStatus.LIVE,
+        None,
+        17,
+    )
     states = {
         LINKEDIN: DeliveryState(LINKEDIN, "p", DeliveryStatus.DELIVERED, 2, job=live),
         INDEED: DeliveryState(INDEED, "p", DeliveryStatus.DELIVERED, 2),  # from before v3: nothing known

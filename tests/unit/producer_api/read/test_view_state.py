@@ -9,9 +9,16 @@ from schemas.model import Op, Posting, PostingUpdate
 
 def update(version: int, op: Op = Op.UPDATED, text: str = "Builds things") -> PostingUpdate:
     return PostingUpdate(
-        "p1", version, op, f"k{version}", f"r{version}", Posting("Engineer", text), 1000 + version, 7,
+        "p1",
+        version,
+        op,
+        f"k{version}",
+        f"r{version}",
+        Posting("Engineer", text),
+        1000 + version,
+        7,
         employer="acme",
-    )  # fmt: skip
+    )
 
 
 def test_a_live_posting_is_its_version_and_text_read_back_from_the_raw_record():

@@ -17,8 +17,17 @@ from schemas.partitioning import partition_for
 
 
 def update(version: int, op: Op = Op.UPDATED, employer: str = "acme") -> PostingUpdate:
-    return PostingUpdate("p1", version, op, f"p1:{version}", f"r{version}", Posting(f"T{version}", ""),
-                         1000 + version, 1000 + version, employer=employer)  # fmt: skip
+    return PostingUpdate(
+        "p1",
+        version,
+        op,
+        f"p1:{version}",
+        f"r{version}",
+        Posting(f"T{version}", ""),
+        1000 + version,
+        1000 + version,
+        employer=employer,
+    )
 
 
 def follow(view: PostingsView, store: PartitionStore, partition: int, values: list[bytes | None]) -> None:
