@@ -112,9 +112,18 @@ class SequencerStatus:
 
 
 class Sequencer:
-    def __init__(self, settings: SequencerSettings, session: type[Session] = Session) -> None:
+    def __init__(
+        self,
+        settings: SequencerSettings,
+        session: type[Session] = Session,
+        *,
+        watch_every_s: float = _WATCH_EVERY_S,
+        first_backoff_s: float = FIRST_BACKOFF_S,
+    ) -> None:
         self.settings = settings
         self._session_type = session
+        self._watch_every_s = watch_every_s  # how often the watch looks at a session's transaction
+        self._first_backoff_s = first_backoff_s  # before the first new session after a failure
         self._stop = threading.Event()
         self._status = SequencerStatus()
         self._status_lock = threading.Lock()
@@ -144,7 +153,7 @@ class Sequencer:
 
     def run(self) -> None:
         """Run sessions until stop(); a failed session is replaced after a short backoff."""
-        backoff = FIRST_BACKOFF_S
+        backoff = self._first_backoff_s
         last_up = time.monotonic()
         while not self._stop.is_set():
             SESSIONS.inc()
@@ -155,7 +164,7 @@ class Sequencer:
             try:
                 session = self._session_type(self.settings, self._stop, report, self.clock)
                 self._watch(session)
-                backoff = FIRST_BACKOFF_S
+                backoff = self._first_backoff_s
             except SequencerFailed:
                 raise
             except Exception as exc:  # any failure ends the session, never the member
@@ -192,7 +201,7 @@ class Sequencer:
         thread = threading.Thread(target=run, name="sequencer-session", daemon=True)
         thread.start()
         while thread.is_alive():
-            thread.join(_WATCH_EVERY_S)
+            thread.join(self._watch_every_s)
             stuck = session.transaction.open_for()
             if stuck > self.settings.stuck_after_s and thread.is_alive():
                 self._abandon(session, thread, stuck)

@@ -55,6 +55,13 @@ def add_sandbox(commands: Commands) -> None:
     p = commands.add_parser("sandbox", help="the job-board sandbox imitating LinkedIn and Indeed")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8090)
+    p.add_argument(
+        "--stop-within",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after SIGTERM, how long calls it holds may still finish (default 5)",
+    )
     p.set_defaults(func=_guarded(_sandbox))
 
 
@@ -145,6 +152,10 @@ def _sandbox(args: argparse.Namespace) -> int:
 
     # A call the sandbox holds (a fault that delays its answer) does not hold its stop.
     uvicorn.run(
-        create_sandbox(), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5
+        create_sandbox(),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=args.stop_within,
     )
     return 0

@@ -22,6 +22,7 @@ class KafkaCluster:
     """The three nodes of kafka_nodes(settings), started and stopped together."""
 
     name = "kafka"
+    look_every_s = 0.5  # while start() waits: how often it asks the nodes
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -118,7 +119,7 @@ class KafkaCluster:
                     f"gave up waiting for the Kafka cluster after {self.settings.start_timeout_s:.0f} s;"
                     f" see {logs}"
                 )
-            time.sleep(0.5)
+            time.sleep(self.look_every_s)
 
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop every running node, all at once; True when any was running."""

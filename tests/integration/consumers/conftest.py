@@ -9,7 +9,7 @@ from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from schemas import codec
 from schemas.model import Op, PostingUpdate
-from schemas.topics import Topics
+from schemas.topics import Component, Topics
 from tests import postings
 from tests.processes import ApiProcess, Process, free_port, kafka_env, running_api, wait_until
 
@@ -158,6 +158,35 @@ def dead_letters(kafka: KafkaSettings, topic: str) -> list[dict]:
 
     replay(kafka, topic, range(kafka.partitions), take)
     return found
+
+
+class BoardDelivery:
+    """One posting's delivery to one board as the API shows it (`/postings/{id}/deliveries`)."""
+
+    def __init__(self, http: httpx.Client, posting_id: str, board: str) -> None:
+        self.http = http
+        self.posting_id = posting_id
+        self.board = board
+
+    def __call__(self) -> dict:
+        response = self.http.get(f"/postings/{self.posting_id}/deliveries")
+        assert response.status_code == 200, response.text
+        return response.json()["destinations"][self.board]
+
+    def refused(self, kafka: KafkaSettings) -> dict:
+        """Waits for the board's dead letter, then for the API to say the version failed (the
+        consumer writes the letter before the posting's state, and the API's view follows)."""
+        dlq = Topics(kafka.topic_prefix).dlq(Component(self.board))
+        wait_until(lambda: dead_letters(kafka, dlq), 60, f"{self.board}'s dead letter")
+        wait_until(lambda: self()["status"] == "failed", 30, f"the version said failed at {self.board}")
+        return self()
+
+    def live(self, version: int) -> bool:
+        """`version` delivered, and the board says its job is live."""
+        seen = self()
+        listing = seen["listing"] or {}
+        shown = (seen["status"], seen["delivered_version"], listing.get("status"))
+        return shown == ("delivered", version, "live")
 
 
 def metric(port: int, name: str, labels: str = "") -> float | None:

@@ -20,7 +20,7 @@ import pytest
 
 from schemas.topics import Component
 from tests import postings
-from tests.integration.consumers.conftest import dead_letters, metric
+from tests.integration.consumers.conftest import BoardDelivery, dead_letters, metric
 from tests.processes import ApiProcess, free_port, wait_until
 
 BOARDS = ("linkedin", "indeed")
@@ -152,7 +152,7 @@ def test_after_the_fault_clears_every_posting_resumes(
 
 @pytest.mark.parametrize("refusal", ["task_failed", "element_refused"])
 def test_a_posting_linkedin_refused_first_is_created_by_its_next_version_and_listed(
-    refusal, api: ApiProcess, sandbox, start_consumer, kafka, topics
+    refusal, api: ApiProcess, sandbox, start_consumer, kafka
 ):
     """LinkedIn refuses a posting's first version (its task ends FAILED, or the element is
     refused at once): that version is dead-lettered and LinkedIn holds no job. The next
@@ -167,17 +167,9 @@ def test_a_posting_linkedin_refused_first_is_created_by_its_next_version_and_lis
         sandbox.faults("linkedin", "reject")
 
     posting_id = create(http, "Data Engineer")
+    linkedin = BoardDelivery(http, posting_id, "linkedin")
 
-    def linkedin() -> dict:
-        response = http.get(f"/postings/{posting_id}/deliveries")
-        assert response.status_code == 200, response.text
-        return response.json()["destinations"]["linkedin"]
-
-    dlq = topics.dlq(Component("linkedin"))
-    wait_until(lambda: dead_letters(kafka, dlq), 60, "linkedin's dead letter of the first version")
-    # The consumer writes the letter before the posting's state, and the API's view follows.
-    wait_until(lambda: linkedin()["status"] == "failed", 30, "the first version said failed at linkedin")
-    refused = linkedin()
+    refused = linkedin.refused(kafka)  # the first version
     assert (refused["status"], refused["delivered_version"]) == ("failed", None), refused
     if refusal == "task_failed":  # the board's own words, and nothing held at the board
         assert refused["listing"]["status"] == "rejected", refused
@@ -189,12 +181,7 @@ def test_a_posting_linkedin_refused_first_is_created_by_its_next_version_and_lis
     sandbox.faults("linkedin", "none")
     replace(http, posting_id, "Data Engineer, Platform")
 
-    def listed() -> bool:
-        seen = linkedin()
-        listing = seen["listing"] or {}
-        return (seen["status"], seen["delivered_version"], listing.get("status")) == ("delivered", 1, "live")
-
-    wait_until(listed, CONVERGED_WITHIN_S, "the corrected version live at linkedin")
+    wait_until(lambda: linkedin.live(1), CONVERGED_WITHIN_S, "the corrected version live at linkedin")
     live = linkedin()["listing"]
     # What LinkedIn took, in its own numbering of the contents it saw: the corrected version,
     # sent as a CREATE (not an UPDATE of a job that never existed), is the one job it holds.

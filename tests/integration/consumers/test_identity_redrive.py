@@ -17,9 +17,8 @@ from pathlib import Path
 import httpx
 
 from listing.employers import SANDBOX_REGISTRY
-from schemas.topics import Component
 from tests import postings
-from tests.integration.consumers.conftest import dead_letters, delivery_events
+from tests.integration.consumers.conftest import BoardDelivery, delivery_events
 from tests.processes import ApiProcess, wait_until
 
 # What an employer must never read: a file or path of the server, an environment variable,
@@ -37,7 +36,7 @@ def registry_file(path: Path, *, linkedin: bool) -> Path:
 
 
 def test_a_create_refused_for_a_missing_identity_is_live_once_the_identity_is_configured_and_redriven(
-    api: ApiProcess, sandbox, start_consumer, kafka, topics, tmp_path
+    api: ApiProcess, sandbox, start_consumer, kafka, tmp_path
 ):
     stale = registry_file(tmp_path / "stale-employers.json", linkedin=False)
     settings = {"JOBPOST_CONSUMER_LISTING_POLL_INTERVAL_S": "0.5"}
@@ -47,16 +46,9 @@ def test_a_create_refused_for_a_missing_identity_is_live_once_the_identity_is_co
     created = http.post("/postings", json=postings.body(4, notes=""))
     assert created.status_code == 201, created.text  # the API's registry has the identity
     posting_id = created.json()["id"]
+    linkedin = BoardDelivery(http, posting_id, "linkedin")
 
-    def linkedin() -> dict:
-        response = http.get(f"/postings/{posting_id}/deliveries")
-        assert response.status_code == 200, response.text
-        return response.json()["destinations"]["linkedin"]
-
-    dlq = topics.dlq(Component("linkedin"))
-    wait_until(lambda: dead_letters(kafka, dlq), 60, "linkedin's dead letter of version 0")
-    wait_until(lambda: linkedin()["status"] == "failed", 30, "version 0 shown failed")
-    refused = linkedin()
+    refused = linkedin.refused(kafka)  # version 0
     assert refused["delivered_version"] is None, refused
     assert "LinkedIn" in refused["last_error"] and "'default'" in refused["last_error"], refused
     assert not SERVER_INTERNALS.search(refused["last_error"]), refused["last_error"]
@@ -91,12 +83,7 @@ def test_a_create_refused_for_a_missing_identity_is_live_once_the_identity_is_co
     assert [r["posting_id"] for r in redrive.json()["requests"]] == [posting_id], redrive.text
     (request_id,) = [r["request_id"] for r in redrive.json()["requests"]]
 
-    def live() -> bool:
-        seen = linkedin()
-        listing = seen["listing"] or {}
-        return (seen["status"], seen["delivered_version"], listing.get("status")) == ("delivered", 0, "live")
-
-    wait_until(live, 60, "the redriven version live at linkedin")
+    wait_until(lambda: linkedin.live(0), 60, "the redriven version live at linkedin")
     listing = linkedin()["listing"]
     assert listing["id"].startswith("urn:li:jobPosting:") and listing["url"].startswith("https://"), listing
     at_board = sandbox.posting("linkedin", posting_id)

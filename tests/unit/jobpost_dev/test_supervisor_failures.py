@@ -58,7 +58,7 @@ def test_a_component_that_ran_long_enough_starts_counting_again(
 ) -> None:
     monkeypatch.setattr(supervisor, "HEALTHY_AFTER_S", 0.05)
     monkeypatch.setattr(supervisor, "FIRST_BACKOFF_S", 0.01)
-    script = "import sys, time; time.sleep(0.3); print('error: lost kafka', flush=True); sys.exit(1)"
+    script = "import sys, time; time.sleep(0.15); print('error: lost kafka', flush=True); sys.exit(1)"
     steady = Component("indexer", [sys.executable, "-c", script], backoff=0.01)
 
     watched(steady, tmp_path, until=lambda exited: len(exited) == 3 and steady.restart_at is not None)

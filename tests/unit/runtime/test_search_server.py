@@ -54,7 +54,7 @@ def https(authority: CertificateAuthority) -> Iterator[str]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(issued.certificate, issued.key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # quick shutdown
     yield f"https://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 

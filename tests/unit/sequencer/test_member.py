@@ -28,8 +28,15 @@ KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic_prefix="unit")  # n
 
 
 def settings(**changes: Any) -> SequencerSettings:
-    defaults = {"transaction_timeout_ms": 100, "stuck_after_s": 0.5, "instance_id": "unit-member"}
+    defaults = {"transaction_timeout_ms": 100, "stuck_after_s": STUCK_AFTER_S, "instance_id": "unit-member"}
     return SequencerSettings(kafka=KAFKA, **{**defaults, **changes})
+
+
+# The member's timings, shortened to what stand-ins need: a transaction open 0.1 s is stuck,
+# the watch looks every 10 ms, a failed session is replaced after 10 ms (doubling).
+STUCK_AFTER_S = 0.1
+WATCH_EVERY_S = 0.01
+FIRST_BACKOFF_S = 0.01
 
 
 class StandIn:
@@ -62,11 +69,17 @@ class StandIn:
 def member(script: Callable[[StandIn], None], **changes: Any) -> Sequencer:
     StandIn.started = []
     StandIn.script = staticmethod(script)  # type: ignore[assignment]
-    return Sequencer(settings(**changes), session=StandIn)  # type: ignore[arg-type]
+    return Sequencer(
+        settings(**changes),
+        session=StandIn,  # type: ignore[arg-type]
+        watch_every_s=WATCH_EVERY_S,
+        first_backoff_s=FIRST_BACKOFF_S,
+    )
 
 
-def run_for_at_most(sequencer: Sequencer, seconds: float) -> BaseException | None:
-    """Run the member on a thread; stop it after `seconds`; what run() raised, if anything."""
+def run_until(sequencer: Sequencer, done: Callable[[], bool], seconds: float) -> BaseException | None:
+    """Run the member on a thread until `done()` or it ends, for `seconds` at most; stop it;
+    what run() raised, if anything."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -77,7 +90,9 @@ def run_for_at_most(sequencer: Sequencer, seconds: float) -> BaseException | Non
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(seconds)
+    deadline = time.monotonic() + seconds
+    while thread.is_alive() and not done() and time.monotonic() < deadline:
+        time.sleep(0.005)
     sequencer.stop()
     thread.join(5)
     assert not thread.is_alive(), "the member did not stop"
@@ -86,12 +101,14 @@ def run_for_at_most(sequencer: Sequencer, seconds: float) -> BaseException | Non
 
 def test_a_session_stuck_in_its_transaction_is_abandoned_and_replaced_at_once() -> None:
     released = threading.Event()  # a client call that returns only when the test says so
+    stale_news_sent = threading.Event()
 
     def first_sticks(session: StandIn) -> None:
         if len(StandIn.started) == 1:
             with session.transaction.open():
                 released.wait()
             session.report(assigned=frozenset({0, 1, 2}))  # news from a session given up on
+            stale_news_sent.set()
             return
         session.report(session_up=True, assigned=frozenset({4}))
         session.stopping.wait()
@@ -100,27 +117,26 @@ def test_a_session_stuck_in_its_transaction_is_abandoned_and_replaced_at_once() 
     statuses: list[frozenset[int]] = []
     replaced_after: list[float] = []
 
-    def watch() -> None:
-        while sequencer.status.assigned != {4} and time.monotonic() - started < 3:
-            time.sleep(0.05)
-        replaced_after.append(time.monotonic() - started)
-        released.set()  # the replacement is up; now the stuck call returns
-        for _ in range(10):
-            statuses.append(sequencer.status.assigned)
-            time.sleep(0.1)
+    def replaced_then_stale_news_sent() -> bool:
+        if not replaced_after:
+            if sequencer.status.assigned != {4}:
+                return False
+            replaced_after.append(time.monotonic() - started)
+            released.set()  # the replacement is up; now the stuck call returns
+        sent = stale_news_sent.is_set()
+        statuses.append(sequencer.status.assigned)  # after the stale news, once it was sent
+        return sent
 
     started = time.monotonic()
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    raised = run_for_at_most(sequencer, 3.5)
-    watcher.join()
+    raised = run_until(sequencer, replaced_then_stale_news_sent, 3)
 
     assert raised is None
+    assert stale_news_sent.is_set()
     assert len(StandIn.started) == 2
     first, second = StandIn.started
     assert first.abandoned.is_set() and not second.abandoned.is_set()
     assert set(statuses) == {frozenset({4})}  # the abandoned session's news never counted
-    assert replaced_after[0] < 2  # stuck_after_s (0.5 s), the next look, a short backoff
+    assert replaced_after[0] < 1  # stuck_after_s (0.1 s), the next look, a short backoff
 
 
 def test_too_many_sessions_stuck_at_once_make_the_member_give_up() -> None:
@@ -131,7 +147,7 @@ def test_too_many_sessions_stuck_at_once_make_the_member_give_up() -> None:
             blocked.wait()
 
     started = time.monotonic()
-    raised = run_for_at_most(member(stuck), 15)
+    raised = run_until(member(stuck), lambda: False, 10)
 
     assert isinstance(raised, SequencerFailed)
     assert "blocked in Kafka client calls" in str(raised)
@@ -140,16 +156,17 @@ def test_too_many_sessions_stuck_at_once_make_the_member_give_up() -> None:
     assert all(session.abandoned.is_set() for session in StandIn.started)
     # The last one's consumer leaves the group: no successor takes its place for a while.
     assert [s.released.is_set() for s in StandIn.started] == [False] * _MAX_STUCK + [True]
-    assert time.monotonic() - started < 10  # stuck_after_s (0.5 s) each, and short backoffs
+    assert time.monotonic() - started < 2  # stuck_after_s (0.1 s) each, and short backoffs
 
 
 def test_transactions_that_end_in_time_never_trip_the_watch() -> None:
     def busy(session: StandIn) -> None:
         while not session.stopping.is_set():
             with session.transaction.open():
-                time.sleep(0.2)  # well inside stuck_after_s, each one
+                time.sleep(STUCK_AFTER_S / 5)  # well inside stuck_after_s, each one
 
-    assert run_for_at_most(member(busy), 2) is None
+    # Many transactions, together many times stuck_after_s, none of them stuck.
+    assert run_until(member(busy), lambda: False, 6 * STUCK_AFTER_S) is None
     assert len(StandIn.started) == 1
 
 
@@ -157,9 +174,12 @@ def test_a_failed_session_is_replaced_by_a_new_one() -> None:
     def fails_once(session: StandIn) -> None:
         if len(StandIn.started) == 1:
             raise KafkaException(KafkaError(KafkaError._FENCED, "fenced"))
+        session.report(session_up=True)
         session.stopping.wait()
 
-    assert run_for_at_most(member(fails_once), 2) is None
+    sequencer = member(fails_once)
+
+    assert run_until(sequencer, lambda: sequencer.status.session_up, 3) is None
     assert len(StandIn.started) == 2
 
 
@@ -174,7 +194,7 @@ def test_a_dynamic_member_replaces_a_stuck_session_whose_consumer_leaves_the_gro
         session.stopping.wait()
 
     sequencer = member(first_sticks, instance_id=None)
-    raised = run_for_at_most(sequencer, 2)
+    raised = run_until(sequencer, lambda: sequencer.status.assigned == {1}, 3)
 
     assert raised is None
     assert len(StandIn.started) == 2
@@ -186,7 +206,7 @@ def test_a_dynamic_member_replaces_a_stuck_session_whose_consumer_leaves_the_gro
 
 
 def test_an_embedded_member_that_gives_up_pauses_and_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(member_module, "PAUSE_AFTER_FAILURE_S", (0.5, 0.5))
+    monkeypatch.setattr(member_module, "PAUSE_AFTER_FAILURE_S", (0.05, 0.05))
     blocked = threading.Event()  # never set: client calls that never return
 
     def stuck_until_the_fifth(session: StandIn) -> None:

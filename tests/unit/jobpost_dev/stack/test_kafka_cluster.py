@@ -205,6 +205,7 @@ def test_a_node_that_exits_while_waiting_fails_the_start_and_leaves_nothing(
     three: stack.StackSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kafka = stack.KafkaCluster(three)
+    kafka.look_every_s = 0.01
     launches = Launches(monkeypatch, answers=False)
     crashing = kafka.nodes[2]
     crashing.log_file.parent.mkdir(parents=True)

@@ -33,9 +33,11 @@ class Sequencer:
         return Reply(command.request_id, "c", command.posting_id, Outcome.ACCEPTED, 0, False, 1234)
 
 
-@pytest.fixture
-def api(tmp_path):
-    credentials = tmp_path / "credentials.json"
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """One service for the module (building one and its first answer take most of a test's
+    time); `api` gives each test its sequencer with nothing sent."""
+    credentials = tmp_path_factory.mktemp("api") / "credentials.json"
     entries = [
         {
             "name": f"ats-{e}",
@@ -63,6 +65,12 @@ def api(tmp_path):
     client = TestClient(app)
     client.sequencer = sequencer  # type: ignore[attr-defined]
     return client
+
+
+@pytest.fixture
+def api(service):
+    service.sequencer.sent.clear()
+    return service
 
 
 def as_(employer: str) -> dict[str, str]:
