@@ -5,8 +5,13 @@ per posting by what each board counts as the same job (LinkedIn: the partner and
 the client, `sourceName` and `jobPostingId`, an upsert). Versions are written straight to
 jobpost.postings; the consumers are real processes; the boards are the sandbox."""
 
+import json
 from collections import Counter
 
+from schemas.enums import ListingStatus
+from schemas.model import Op
+from tests.integration.consumers.conftest import state_history
+from tests.postings import employers_document
 from tests.processes import wait_until
 
 BOARDS = ("linkedin", "indeed")
@@ -52,3 +57,46 @@ def test_lost_answers_leave_one_job_per_posting_at_each_board_holding_its_last_v
             assert applied == sorted(applied), (board, posting_id, applied)  # never an older one after
         # calls sent again after a lost answer, each meeting the same job again
         assert sum(sandbox.posting(board, p)["duplicates"] for p in postings) > 0, board
+
+
+def test_a_delete_after_the_employer_changed_its_indeed_source_name_expires_the_job_by_its_kept_id(
+    sandbox, start_consumer, versions, kafka, tmp_path
+):
+    """Indeed knows a job by client, `sourceName` and `jobPostingId`; once the employer's
+    `sourceName` changed, only the `sourcedPostingId` kept from the upsert still names the job.
+    An upsert to learn it would make a second job under the new name and leave the first live."""
+    registry = tmp_path / "employers.json"
+    registry.write_text(employers_document())
+    start_consumer("indeed", JOBPOST_CONSUMER_INDEED__EMPLOYERS_FILE=str(registry))
+    versions.write(["renamed"])
+    (job,) = wait_until(lambda: live_jobs(sandbox, "renamed"), 60, "the job live at Indeed", 0.2)
+
+    document = json.loads(employers_document())
+    document["employers"]["default"]["indeed"]["source_name"] = RENAMED
+    registry.write_text(json.dumps(document))
+
+    # The consumer reads the registry again (within a second of the change): a posting written
+    # since goes to Indeed under the new name, a new job there.
+    def witness_renamed() -> bool:
+        versions.write(["witness"])
+        return any(j["source_name"] == RENAMED for j in live_jobs(sandbox, "witness"))
+
+    wait_until(witness_renamed, 30, "a posting listed under the new sourceName", 0.5)
+
+    versions.write(["renamed"], Op.DELETED)
+    wait_until(lambda: not live_jobs(sandbox, "renamed"), 30, "no live Indeed job left for the posting", 0.2)
+    held = [j for j in sandbox.jobs("indeed") if j["posting_id"] == "renamed"]
+    assert [(j["id"], j["source_name"], j["status"]) for j in held] == [
+        (job["id"], job["source_name"], "closed")
+    ]  # the job it listed, expired; no second job made under the new name
+    assert [s["operation"] for s in sandbox.posting("indeed", "renamed")["log"]] == ["UPSERT", "EXPIRE"]
+    (state, *_) = reversed(state_history(kafka, "indeed")["renamed"])
+    assert state.job is not None and state.job.status == ListingStatus.CLOSED, state
+    assert state.job.job_id == job["id"]
+
+
+RENAMED = "Renamed Employer Ltd"
+
+
+def live_jobs(sandbox, posting_id: str) -> list[dict]:
+    return [j for j in sandbox.jobs("indeed") if j["posting_id"] == posting_id and j["status"] == "live"]
