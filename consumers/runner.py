@@ -141,8 +141,12 @@ class DeliveryRunner:
             ),
             main=Source(self.topics.postings, settings.component, dead_letters=settings.component),
             group=settings.group,
-            follower=self.clients.reader(f"{settings.group}-redrive", gathered=True),
-            followed=Source(self.topics.redrive(name), f"{name.value}-redrive", dead_letters=None),
+            followers=[
+                (
+                    self.clients.reader(f"{settings.group}-redrive", gathered=True),
+                    Source(self.topics.redrive(name), f"{name.value}-redrive", dead_letters=None),
+                )
+            ],
             commit_interval_s=settings.commit_interval_s,
             max_buffered=settings.max_buffered,
         )

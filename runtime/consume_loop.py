@@ -1,14 +1,14 @@
 """The consume → work → commit loop of every consumer group whose work is not a Kafka
-transaction (the board consumers, the search indexer), as quixstreams keeps its
+transaction (the board consumers, the search indexer, the webhooks dispatcher), as quixstreams keeps its
 checkpointing in one room. The sequencer's loop is its own (`sequencer.session`): its
 offsets are committed inside its producer's transaction.
 
 What the loop does, so no work has to:
 
 - **Kafka off the event loop.** One thread owns the group member (over the `main` topic)
-  and, where there is one, a follower of a co-partitioned topic (partition p of it is read
-  by whoever owns partition p of `main`; assigned by hand, no group of its own to
-  rebalance, committing under its own group). Why not one member subscribed to both with
+  and the followers of co-partitioned topics, if any (partition p of each is read by
+  whoever owns partition p of `main`; assigned by hand, no group of its own to rebalance,
+  each committing under its own group). Why not one member subscribed to both with
   the `range` assignor: range is eager, so every member joining or leaving would stop every
   partition's work on every member; following the cooperative assignment moves only the
   partitions that move. Another thread serves the producer's delivery reports. The event
@@ -23,7 +23,11 @@ What the loop does, so no work has to:
   each partition's longest finished prefix is committed. What a finished record depends on
   (a delivery state, a dead letter) was acknowledged by Kafka before it finished.
 - **Backpressure.** Every partition is paused while `max_buffered` records are unfinished,
-  and resumed once half of them are.
+  and resumed once half of them are (None: never paused).
+- **Read as of now** (`caught_up`, given a `probe`): a work that reads a partition of two
+  topics side by side can ask for a moment as of which both are read: each partition's end
+  is asked of the broker and compared with how far its records (and end-of-partition
+  events, which pass transaction markers) were handed over.
 - **Revocation.** The loop stops the partition's opening, `Work.close` forgets its work,
   its finished prefix is committed, and the producer is flushed (what the work wrote lands
   before the next owner restores) before the partition is let go; a partition lost (another
@@ -31,6 +35,8 @@ What the loop does, so no work has to:
 - **Poison records.** A record `Work.take` cannot use (`PoisonRecord`) is counted and
   logged, then dead-lettered as it is to its group's dead-letter topic (acknowledged before
   its offset is finished) or, where its source says so, passed over.
+- **Committed.** `on_commit` hears the offsets of each periodic commit (what the work may
+  forget, since it is never read again).
 """
 
 from __future__ import annotations
@@ -40,16 +46,16 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from runtime import records
 from runtime.checkpoint import Checkpoint, OffsetTracker
 from runtime.dead_letters import dead_letter
-from runtime.kafka import coordinates, is_record, poll_batch, record_lag
+from runtime.kafka import coordinates, end_offset, is_record, poll_batch, record_lag
 from runtime.outbox import deliver
 from schemas.topics import Component, Topics
 
@@ -98,22 +104,26 @@ class ConsumeLoop:
         member: Consumer,
         main: Source,
         group: str,
-        follower: Consumer | None = None,
-        followed: Source | None = None,
+        followers: Sequence[tuple[Consumer, Source]] = (),
+        probe: Consumer | None = None,
         commit_interval_s: float = 1.0,
-        max_buffered: int = 2000,
+        max_buffered: int | None = 2000,
+        on_commit: Callable[[list[TopicPartition]], None] | None = None,
     ) -> None:
+        """`followers`: each with the topic it follows; `probe`: a consumer that asks where
+        partitions end, for `caught_up` (the member and followers then report ends)."""
         self.work = work
         self.producer = producer
         self.topics = topics
         self.main = main
         self.group = group
-        self.sources = {main.topic: main, **({followed.topic: followed} if followed else {})}
+        self.sources = {main.topic: main, **{source.topic: source for _, source in followers}}
         self.commit_interval_s = commit_interval_s
         self.max_buffered = max_buffered
+        self.on_commit = on_commit
         self.checkpoint = Checkpoint()
         self._polling = _Polling(
-            member, main.topic, group, producer, follower, followed.topic if followed else None
+            member, main.topic, group, producer, [(c, s.topic) for c, s in followers], probe
         )
         self._reports = _DeliveryReports(producer)
         self._opening: dict[int, asyncio.Task[None]] = {}
@@ -124,6 +134,14 @@ class ConsumeLoop:
     def stop(self) -> None:
         """End `run` (on the event loop's thread)."""
         self._stop.set()
+
+    def caught_up(self, partition: int, topics: Iterable[str]) -> asyncio.Future[dict[str, int]]:
+        """Resolved once every record of the partition of `topics` that was committed when
+        the broker was asked has been handed to `Work.take` (before this resolves): with the
+        end offsets asked, by topic. Asked again while the broker cannot say; cancelled when
+        the partition is given up. Needs the loop's `probe`; a partition paused (held) is
+        not read to its end until it is resumed."""
+        return self._polling.caught_up(partition, tuple(topics), asyncio.get_running_loop())
 
     def oldest_unfinished_ms(self) -> int | None:
         """When Kafka took the oldest record of `main` read and not finished (ms)."""
@@ -139,7 +157,10 @@ class ConsumeLoop:
                     raise RuntimeError("Kafka polling failed") from self._polling.failure
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), self.commit_interval_s)
-                self._polling.commit(self.checkpoint.committable())
+                offsets = self.checkpoint.committable()
+                self._polling.commit(offsets)
+                if self.on_commit is not None:
+                    self.on_commit(offsets)
                 self._apply_backpressure()
         finally:
             self._polling.stop()
@@ -205,6 +226,8 @@ class ConsumeLoop:
         await deliver(self.producer, letter)
 
     def _apply_backpressure(self) -> None:
+        if self.max_buffered is None:
+            return
         unfinished = self.checkpoint.unfinished()
         if not self._held and unfinished >= self.max_buffered:
             self._held = True
@@ -239,9 +262,9 @@ Revoked = Callable[[list[int]], Coroutine[Any, Any, list[TopicPartition]]]
 
 
 class _Polling:
-    """The thread that owns the member and its follower and polls them. Records go to the
+    """The thread that owns the member and its followers and polls them. Records go to the
     event loop in batches (`call_soon_threadsafe`); the loop sends commands back (commit,
-    hold, fetch) through a queue this thread serves between polls."""
+    hold, fetch, caught_up) through a queue this thread serves between polls."""
 
     def __init__(
         self,
@@ -249,21 +272,25 @@ class _Polling:
         topic: str,
         group: str,
         producer: Producer,
-        follower: Consumer | None,
-        followed: str | None,
+        followers: list[tuple[Consumer, str]],
+        probe: Consumer | None,
     ) -> None:
         self.member = member
         self.topic = topic
         self.group = group
         self.producer = producer
-        self.follower = follower
-        self.followed = followed
+        self.followers = followers
+        # Ends are asked of a consumer of its own: a broker answers a connection's requests in
+        # turn, so one asked of a reading consumer waits behind its fetch (up to its wait).
+        self.probe = probe
         self.failure: BaseException | None = None
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._owned: set[int] = set()  # the group gave them to this member
         self._fetched: set[int] = set()  # of those, opened and assigned to the clients
         self._held = False  # too much is unfinished: every partition paused
+        self._read_to: dict[tuple[str, int], int] = {}  # (topic, partition) -> the next offset to read
+        self._barriers: dict[int, list[tuple[tuple[str, ...], asyncio.Future[dict[str, int]]]]] = {}
         self._thread = threading.Thread(target=self._run, name="kafka-polling", daemon=True)
 
     def start(
@@ -294,6 +321,15 @@ class _Polling:
         """The partition's work is open: start reading its records."""
         self._commands.put(lambda: self._start(partition))
 
+    def caught_up(
+        self, partition: int, topics: tuple[str, ...], loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[dict[str, int]]:
+        if self.probe is None:
+            raise RuntimeError("caught_up needs a probe")
+        future: asyncio.Future[dict[str, int]] = loop.create_future()
+        self._commands.put(lambda: self._barriers.setdefault(partition, []).append((topics, future)))
+        return future
+
     def _run(self) -> None:
         try:
             self.member.subscribe(
@@ -301,16 +337,60 @@ class _Polling:
             )
             while not self._stopping.is_set():
                 self._serve_commands()
-                messages = [m for m in poll_batch(self.member, 500, _POLL_S) if is_record(m)]
-                if self.follower is not None and self._fetched:
-                    messages += [m for m in poll_batch(self.follower, 100, 0) if is_record(m)]
+                messages = self._records(poll_batch(self.member, 500, _POLL_S))
+                for follower, _ in self.followers if self._fetched else ():
+                    messages += self._records(poll_batch(follower, 500, 0))
                 if messages:
                     self._loop.call_soon_threadsafe(self._on_taken, messages)
+                if self._barriers:
+                    self._check_barriers()
         except BaseException as exc:
             log.exception("the Kafka polling thread failed")
             self.failure = exc
         finally:
             self._close()
+
+    def _records(self, messages: list[Message]) -> list[Message]:
+        """The records among `messages`; with a probe, noting how far each partition has been
+        read (an end-of-partition event says so past transaction markers too)."""
+        found = [message for message in messages if is_record(message)]
+        if self.probe is not None:
+            for message in messages:
+                error = message.error()
+                if error is None or error.code() == KafkaError._PARTITION_EOF:
+                    topic, partition, offset = coordinates(message)
+                    read_to = offset + 1 if error is None else offset
+                    self._read_to[(topic, partition)] = max(read_to, self._read_to.get((topic, partition), 0))
+        return found
+
+    def _check_barriers(self) -> None:
+        """Resolve the waits of partitions read to where they end now (each partition's end
+        asked of the broker, not cached)."""
+        assert self.probe is not None
+        for partition, waiting in list(self._barriers.items()):
+            if partition not in self._fetched:
+                del self._barriers[partition]
+                for _, future in waiting:
+                    self._loop.call_soon_threadsafe(future.cancel)
+                continue
+            unresolved = []
+            for topics, future in waiting:
+                try:
+                    ends = {topic: end_offset(self.probe, topic, partition, timeout=5) for topic in topics}
+                except KafkaException as exc:
+                    # The partition's leader is gone (a broker killed or paused): the wait
+                    # stays until a broker answers for it, which the next round asks again.
+                    log.debug("the end of partition %d not known yet: %s", partition, exc)
+                    unresolved.append((topics, future))
+                    continue
+                if all(self._read_to.get((t, partition), -1) >= end for t, end in ends.items()):
+                    self._loop.call_soon_threadsafe(_settle, future, ends)
+                else:
+                    unresolved.append((topics, future))
+            if unresolved:
+                self._barriers[partition] = unresolved
+            else:
+                del self._barriers[partition]
 
     def _close(self) -> None:
         self._serve_commands()
@@ -318,8 +398,10 @@ class _Polling:
             self.member.close()  # leaves the group: the revocation commits what is finished
         except (KafkaException, RuntimeError) as exc:
             log.warning("closing the consumer: %s", exc)
-        if self.follower is not None:
-            self.follower.close()
+        for follower, _ in self.followers:
+            follower.close()
+        if self.probe is not None:
+            self.probe.close()
 
     def _serve_commands(self) -> None:
         while True:
@@ -356,17 +438,18 @@ class _Polling:
         fetched = [p for p in numbers if p in self._fetched]
         self._fetched -= set(numbers)
         self._owned -= set(numbers)
+        for key in [key for key in self._read_to if key[1] in numbers]:
+            del self._read_to[key]
         consumer.incremental_unassign([TopicPartition(self.topic, p) for p in fetched])
-        if self.follower is not None and self.followed is not None and fetched:
-            self.follower.incremental_unassign([TopicPartition(self.followed, p) for p in fetched])
+        for follower, topic in self.followers if fetched else ():
+            follower.incremental_unassign([TopicPartition(topic, p) for p in fetched])
 
     def _start(self, partition: int) -> None:
         if partition in self._fetched or partition not in self._owned:
             return  # fetched already, or revoked while it was being opened
         self._fetched.add(partition)
-        self.member.incremental_assign([TopicPartition(self.topic, partition)])
-        if self.follower is not None and self.followed is not None:
-            self.follower.incremental_assign([TopicPartition(self.followed, partition)])
+        for client, topic in self._clients():
+            client.incremental_assign([TopicPartition(topic, partition)])
         if self._held:
             self._pause(partition)
 
@@ -399,10 +482,12 @@ class _Polling:
             consumer.pause([TopicPartition(topic, partition)])
 
     def _clients(self) -> list[tuple[Consumer, str]]:
-        clients = [(self.member, self.topic)]
-        if self.follower is not None and self.followed is not None:
-            clients.append((self.follower, self.followed))
-        return clients
+        return [(self.member, self.topic), *self.followers]
+
+
+def _settle(future: asyncio.Future[dict[str, int]], ends: dict[str, int]) -> None:
+    if not future.done():
+        future.set_result(ends)
 
 
 class _DeliveryReports:

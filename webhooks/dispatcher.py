@@ -1,58 +1,80 @@
-"""The Kafka side of the webhooks: events in, deliveries queued durably, offsets out.
+"""The Kafka side of the webhooks: events in, deliveries queued durably. It is a work of the
+consume loop (`runtime.consume_loop`), which reads `jobpost.postings` as a group member and
+follows `jobpost.listing-events` and `jobpost.webhook-replays` partition by partition,
+restores a partition (`open`) before its records are read, and commits past the records
+this work finished.
 
 Each event read (a board's from `jobpost.listing-events`, `posting.accepted` from each
 version on `jobpost.postings`) is matched against its employer's endpoints once they are
 known as of its reading (`webhooks.endpoints`); for each match a delivery is written to
 `jobpost.webhook-pending` and, once Kafka acknowledged every one of a batch, queued in its
-lane (`webhooks.lanes`) and the source offset marked finished. An offset is committed only
-past finished records, so a restart loses nothing: what was read but not queued is read
-again, what was queued is restored from `jobpost.webhook-pending` (`webhooks.pending`), and
-what was delivered since its source was last committed is recognised and not sent again.
+lane (`webhooks.lanes`) and the record finished. So a restart loses nothing: what was read
+but not queued is read again, what was queued is restored from `jobpost.webhook-pending`
+(`webhooks.pending`), and what was delivered since its source was last committed is
+recognised and not sent again.
 
 A partition's records are queued by one task at a time, in the order they were read, a batch
-once both sources are read as of its newest record's reading (`KafkaPolling.caught_up`), so
-the events of a posting from the two sources reach its lanes together and in order (a lane
-orders each source by offset and the two by the events' times). A replay request (`jobpost.webhook-replays`)
-reads the partition's sources from a time on a worker thread and queues the endpoint's
-events it finds, beside the live ones.
+once both sources are read to where they ended when asked (`ConsumeLoop.caught_up`), so the
+events of a posting from the two sources reach its lanes together and in order (a lane
+orders each source by offset and the two by the events' times). A replay request reads the
+partition's sources from a time on a worker thread and queues the endpoint's events it
+finds, beside the live ones.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from confluent_kafka import Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from runtime import records
-from runtime.checkpoint import OffsetTracker
+from runtime.consume_loop import ConsumeLoop, Source
 from runtime.kafka import coordinates
 from runtime.kafka_clients import KafkaClients
 from runtime.webhook_secrets import SecretBox
 from schemas import codec
 from schemas.listing_events import ListingEvent
 from schemas.topics import Topics
-from schemas.webhooks import WebhookDelivery, WebhookEndpoint, delivery_key
+from schemas.webhooks import WebhookDelivery, WebhookEndpoint, WebhookReplay, delivery_key
 from webhooks import events, metrics, pending, replays
 from webhooks.clock import Clock, SystemClock
 from webhooks.config import DispatcherSettings
 from webhooks.endpoints import EndpointRegistry
 from webhooks.lanes import DeliveryScheduler, Queued
 from webhooks.outcomes import KafkaOutcomes
-from webhooks.polling import KafkaPolling, Offsets
 from webhooks.schedule import RetrySchedule
 from webhooks.sender import HttpSender
 
 log = logging.getLogger(__name__)
 
-Read = tuple[str, Message, float]  # (topic, record, when it was read: monotonic)
+
+@dataclass(frozen=True, eq=False)
+class _Read:
+    """An event read, waiting for its partition's next batch."""
+
+    topic: str
+    offset: int
+    event: ListingEvent
+    raw: bytes | None  # a board's event as written (`posting.accepted` is encoded when queued)
+    read_at: float  # monotonic
+    finished: asyncio.Future[None]
+
+
+@dataclass(eq=False)
+class _Partition:
+    """What the dispatcher holds of a partition it reads."""
+
+    finished_lately: dict[str, tuple[str, int]]  # delivery key -> (source, offset): `pending.Restored`
+    inbox: list[_Read] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)  # queueing its batches, its replays
 
 
 class Dispatcher:
@@ -67,7 +89,8 @@ class Dispatcher:
         self.kafka = settings.kafka
         self.topics = Topics(settings.kafka.topic_prefix)
         self.clock = clock or SystemClock()
-        self.producer = KafkaClients(settings.kafka).producer()
+        self.clients = KafkaClients(settings.kafka)
+        self.producer = self.clients.producer()
         self.registry = EndpointRegistry(
             self.kafka, self.topics.webhooks, box, settings.registrations_check_s, self._endpoint_changed
         )
@@ -86,127 +109,107 @@ class Dispatcher:
             self.topics.postings: events.POSTINGS,
             self.topics.listing_events: events.LISTING_EVENTS,
         }
-        self.trackers: dict[tuple[str, int], OffsetTracker] = {}
-        self.inbox: dict[int, list[Read]] = {}
-        self.arrived: dict[int, asyncio.Event] = {}
-        self.finished_lately: dict[int, dict[str, tuple[str, int]]] = {}
-        self.generation: dict[int, int] = {}
-        self.queueing: dict[int, asyncio.Task[None]] = {}  # partition -> the task queueing its records
-        self.background: set[asyncio.Task[None]] = set()
+        self.partitions: dict[int, _Partition] = {}
         self.restorer = ThreadPoolExecutor(1, thread_name_prefix="webhooks-restore")
-        self.polling: KafkaPolling | None = None
+        self.consume: ConsumeLoop | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
 
     def stop(self) -> None:
         self._stop.set()
+        if self.consume is not None:
+            self.consume.stop()
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
-        followers = {
-            self.topics.listing_events: f"{self.settings.group}-events",
-            self.topics.webhook_replays: f"{self.settings.group}-replays",
-        }
-        ordered = (self.topics.postings, self.topics.listing_events)
-        self.polling = KafkaPolling(
-            KafkaClients(self.kafka),
-            self.settings.group,
-            self.settings.session_timeout_ms,
-            self.topics.postings,
-            followers,
-            self.producer,
-            self,
-            self.loop,
-            ordered,
-        )
-        reports = _ProducerPolling(self.producer)
-        reports.start()
+        self.consume = consume = self._consume_loop()
+        if self._stop.is_set():
+            consume.stop()
         self.registry.start()
-        self.polling.start()
+        watch = asyncio.create_task(self._watch_registry(consume))
         try:
-            while not self._stop.is_set():
-                for part in (self.polling, self.registry):
-                    if part.failure is not None:
-                        raise RuntimeError(f"{type(part).__name__} failed") from part.failure
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.settings.commit_interval_s)
-                self._commit()
+            await consume.run()
         finally:
-            self.polling.stop()
-            await asyncio.to_thread(self.polling.join)  # leaving the group commits what is finished
+            watch.cancel()
             self.scheduler.close()
-            for task in list(self.background):
-                task.cancel()
+            self.close(set(self.partitions))
             self.registry.stop()
-            reports.stop()
-            self.producer.flush(10)
             self.restorer.shutdown()
+        if self.registry.failure is not None:
+            raise RuntimeError("EndpointRegistry failed") from self.registry.failure
 
-    # The polling thread's sink (called on the event loop).
+    def _consume_loop(self) -> ConsumeLoop:
+        settings, clients, group = self.settings, self.clients, self.settings.group
 
-    def take(self, batch: dict[str, list[Message]], read_at: float) -> None:
-        for topic, messages in batch.items():
-            for message in messages:
-                _, partition, offset = coordinates(message)
-                tracker = self.trackers.get((topic, partition))
-                if tracker is None:
-                    continue  # a partition given up meanwhile: its next owner reads it again
-                tracker.add(offset)
-                if topic == self.topics.webhook_replays:
-                    self._spawn(self._replay(partition, self.generation[partition], message, read_at))
-                    continue
-                self.inbox.setdefault(partition, []).append((topic, message, read_at))
-                self.arrived[partition].set()
+        def follower(topic: str, kind: str, reader: str) -> tuple[Consumer, Source]:
+            consumer = clients.reader(f"{group}-{kind}", gathered=True, ends=True)
+            return consumer, Source(topic, reader, dead_letters=None)
 
-    async def assigned(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            self.generation[partition] = self.generation.get(partition, 0) + 1
-            self._spawn(self._restore(partition, self.generation[partition]))
+        return ConsumeLoop(
+            self,
+            self.producer,
+            self.topics,
+            member=clients.member(
+                group, session_timeout_ms=settings.session_timeout_ms, gathered=True, ends=True
+            ),
+            main=Source(self.topics.postings, "webhooks", dead_letters=None),
+            group=group,
+            followers=[
+                follower(self.topics.listing_events, "events", "webhooks"),
+                follower(self.topics.webhook_replays, "replays", "webhook-replays"),
+            ],
+            probe=clients.probe(f"{group}-probe"),  # for the both-sources barrier
+            commit_interval_s=settings.commit_interval_s,
+            # A batch waits until both sources are read to their ends: paused, they never are.
+            max_buffered=None,
+            on_commit=self._committed,
+        )
 
-    async def revoked(self, partitions: list[int]) -> Offsets:
-        gone = set(partitions)
-        offsets = self._committable(gone)
-        self.scheduler.drop_partitions(gone)
-        for partition in gone:
-            self.generation[partition] = self.generation.get(partition, 0) + 1
-            self.inbox.pop(partition, None)
-            self.arrived.pop(partition, None)
-            self.finished_lately.pop(partition, None)
-            worker = self.queueing.pop(partition, None)
-            if worker is not None:
-                worker.cancel()  # what it wrote and did not queue, the next owner restores
-        for key in [k for k in self.trackers if k[1] in gone]:
-            del self.trackers[key]
-        return offsets
+    async def _watch_registry(self, consume: ConsumeLoop) -> None:
+        while self.registry.failure is None:
+            await asyncio.sleep(self.settings.commit_interval_s)
+        consume.stop()
 
-    # Restoring a partition, then queueing what it reads.
+    # The consume loop's work.
 
-    async def _restore(self, partition: int, generation: int) -> None:
+    async def open(self, partition: int) -> None:
+        """Restore the partition's waiting deliveries into their lanes."""
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                restored = await loop.run_in_executor(self.restorer, pending.restore, self.kafka, partition)
-                break
-            except Exception:  # Kafka unreachable, a timeout: the partition waits, the others run
-                log.exception(
-                    "partition %d: restoring its waiting deliveries failed; again in 5 s", partition
-                )
-                await asyncio.sleep(5)
-                if self.generation.get(partition) != generation:
-                    return
+        restored = await loop.run_in_executor(self.restorer, pending.restore, self.kafka, partition)
         await self.registry.wait_caught_up(time.monotonic())  # a waiting delivery's endpoint is known
-        if self.generation.get(partition) != generation:
-            return
         for delivery in restored.waiting.values():
             self._requeue(delivery, partition)
-        self.finished_lately[partition] = restored.finished
-        for topic in (*self.sources, self.topics.webhook_replays):
-            self.trackers[(topic, partition)] = OffsetTracker()
-        self.arrived[partition] = asyncio.Event()
-        self.queueing[partition] = self._spawn(self._queue_partition(partition, generation))
-        assert self.polling is not None
-        self.polling.restored(partition)
+        state = self.partitions[partition] = _Partition(restored.finished)
+        self._spawn(state, self._queue_partition(partition, state)).add_done_callback(_log_failure)
         log.info("partition %d: %d deliveries waiting, reading its events", partition, len(restored.waiting))
+
+    def take(self, message: Message) -> Awaitable[None]:
+        topic, partition, offset = coordinates(message)
+        state = self.partitions[partition]
+        if topic == self.topics.webhook_replays:
+            request = records.webhook_replay(message)
+            return self._spawn(state, self._replay(partition, request, time.monotonic()))
+        source = self.sources[topic]
+        event = events.read(source, message)
+        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if event is None:
+            finished.set_result(None)  # a postings tombstone: its DELETED version was the event
+            return finished
+        raw = message.value() if source == events.LISTING_EVENTS else None
+        state.inbox.append(_Read(topic, offset, event, raw, time.monotonic(), finished))
+        state.arrived.set()
+        return finished
+
+    def close(self, partitions: set[int]) -> None:
+        """Forget the partitions' lanes and what they read (their next owner restores what
+        was written and reads again what was not)."""
+        self.scheduler.drop_partitions(partitions)
+        for partition in partitions:
+            state = self.partitions.pop(partition, None)
+            for task in state.tasks if state else ():
+                task.cancel()
+            for read in state.inbox if state else ():
+                read.finished.cancel()
 
     def _requeue(self, delivery: WebhookDelivery, partition: int) -> None:
         try:
@@ -216,58 +219,46 @@ class Dispatcher:
             return
         self.scheduler.add(Queued(delivery, event, partition))
 
-    async def _queue_partition(self, partition: int, generation: int) -> None:
+    async def _queue_partition(self, partition: int, state: _Partition) -> None:
         """Queue the partition's records as they arrive, a batch at a time, in order. A batch is
-        what was read once both sources are read as of its newest record's reading: an event
-        of one source that happened before one of the batch, but was read a little later from
-        the other, is in the same batch, and its lane puts it first."""
-        assert self.polling is not None
-        arrived = self.arrived[partition]
-        while self.generation.get(partition) == generation:
-            await arrived.wait()
-            arrived.clear()
-            inbox = self.inbox.get(partition)
-            if not inbox:
+        what was committed when both sources were last read to their ends: an event of one
+        source that happened before one of the batch, but was read a little later from the
+        other, is in the same batch, and its lane puts it first."""
+        assert self.consume is not None
+        while True:
+            await state.arrived.wait()
+            state.arrived.clear()
+            if not state.inbox:
                 continue
-            as_of = await self.polling.caught_up(partition, inbox[-1][2])
-            inbox = self.inbox.get(partition, [])
-            ready = next((i for i, (_, _, read_at) in enumerate(inbox) if read_at > as_of), len(inbox))
-            batch, self.inbox[partition] = inbox[:ready], inbox[ready:]
-            if self.inbox[partition]:
-                arrived.set()
-            await self._queue_batch(partition, generation, batch)
+            ends = await self.consume.caught_up(partition, self.sources)
+            batch = [read for read in state.inbox if read.offset < ends[read.topic]]
+            state.inbox = [read for read in state.inbox if read.offset >= ends[read.topic]]
+            if state.inbox:
+                state.arrived.set()
+            if batch:
+                await self._queue_batch(partition, state, batch)
 
-    async def _queue_batch(self, partition: int, generation: int, batch: list[Read]) -> None:
-        await self.registry.wait_caught_up(max(read_at for _, _, read_at in batch))
+    async def _queue_batch(self, partition: int, state: _Partition, batch: list[_Read]) -> None:
+        await self.registry.wait_caught_up(max(read.read_at for read in batch))
         now = self.clock.now_ms()
         queued: list[Queued] = []
         keys: set[str] = set()
-        lately = self.finished_lately.get(partition, {})
-        for topic, message, _ in batch:
-            source = self.sources[topic]
-            try:
-                event = events.read(source, message)
-            except records.PoisonRecord as exc:
-                records.note_poison("webhooks", message, exc.reason)
-                continue
-            if event is None:
-                continue
-            raw = message.value() if source == events.LISTING_EVENTS else None
-            for endpoint in self.registry.matching(event):
-                key = delivery_key(endpoint.id, event.event_id)
-                if key in keys or key in lately or self.scheduler.queued(key):
+        for read in batch:
+            for endpoint in self.registry.matching(read.event):
+                key = delivery_key(endpoint.id, read.event.event_id)
+                if key in keys or key in state.finished_lately or self.scheduler.queued(key):
                     continue  # read again after a restart: queued, or delivered, already
                 keys.add(key)
-                offset = coordinates(message)[2]
-                queued.append(self._queued(endpoint, event, raw, source, offset, partition, now))
+                source = self.sources[read.topic]
+                queued.append(
+                    self._queued(endpoint, read.event, read.raw, source, read.offset, partition, now)
+                )
         await asyncio.gather(*(self.outcomes.queue(q) for q in queued))
-        if self.generation.get(partition) != generation:
-            return  # given up meanwhile: the next owner restores what was written
         for q in queued:
             self.scheduler.add(q)
             metrics.QUEUE_LAG.observe(max(0.0, (now - q.event.at) / 1000))
-        for topic, message, _ in batch:
-            self._finish(topic, partition, coordinates(message)[2])
+        for read in batch:
+            read.finished.set_result(None)
 
     @staticmethod
     def _queued(
@@ -295,14 +286,7 @@ class Dispatcher:
         )
         return Queued(delivery, event, partition)
 
-    async def _replay(self, partition: int, generation: int, message: Message, read_at: float) -> None:
-        offset = coordinates(message)[2]
-        try:
-            request = records.webhook_replay(message)
-        except records.PoisonRecord as exc:
-            records.note_poison("webhook-replays", message, exc.reason)
-            self._finish(self.topics.webhook_replays, partition, offset)
-            return
+    async def _replay(self, partition: int, request: WebhookReplay, read_at: float) -> None:
         await self.registry.wait_caught_up(read_at)
         endpoint = self.registry.get(request.endpoint_id)
         found = (
@@ -319,11 +303,8 @@ class Dispatcher:
             and not self.scheduler.queued(delivery_key(endpoint.id, event.event_id))
         ]
         await asyncio.gather(*(self.outcomes.queue(q) for q in queued))
-        if self.generation.get(partition) != generation:
-            return
         for q in queued:
             self.scheduler.add(q)
-        self._finish(self.topics.webhook_replays, partition, offset)
         log.info(
             "replay %s of endpoint %s: %d events of partition %d queued again",
             request.request_id,
@@ -332,37 +313,14 @@ class Dispatcher:
             partition,
         )
 
-    # Offsets.
-
-    def _finish(self, topic: str, partition: int, offset: int) -> None:
-        tracker = self.trackers.get((topic, partition))
-        if tracker is not None:
-            tracker.finish(offset)
-
-    def _committable(self, partitions: set[int] | None = None) -> Offsets:
-        offsets: Offsets = {}
-        for (topic, partition), tracker in self.trackers.items():
-            if partitions is not None and partition not in partitions:
-                continue
-            offset = tracker.committable()
-            if offset is not None:
-                offsets.setdefault(topic, []).append(TopicPartition(topic, partition, offset))
-        return offsets
-
-    def _commit(self) -> None:
-        """Commit past every finished prefix, and forget the deliveries finished lately whose
-        source is committed past them (their events are never read again)."""
-        if self.polling is None:
-            return
-        offsets = self._committable()
-        self.polling.commit(offsets)
-        committed = {
-            (self.sources.get(tp.topic), tp.partition): tp.offset for tps in offsets.values() for tp in tps
-        }
-        for partition, lately in self.finished_lately.items():
-            for key, (source, offset) in list(lately.items()):
+    def _committed(self, offsets: list[TopicPartition]) -> None:
+        """Forget the deliveries finished lately whose source is committed past them (their
+        events are never read again)."""
+        committed = {(self.sources.get(tp.topic), tp.partition): tp.offset for tp in offsets}
+        for partition, state in self.partitions.items():
+            for key, (source, offset) in list(state.finished_lately.items()):
                 if offset < committed.get((source, partition), -1):
-                    del lately[key]
+                    del state.finished_lately[key]
 
     def _endpoint_changed(self, endpoint_id: str) -> None:
         """From the endpoints' follower thread, or the loop: lanes of a deleted or disabled
@@ -370,34 +328,14 @@ class Dispatcher:
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.scheduler.wake, endpoint_id)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coroutine)
-        self.background.add(task)
-        task.add_done_callback(self._done)
+    @staticmethod
+    def _spawn(state: _Partition, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        state.tasks.add(task)
+        task.add_done_callback(state.tasks.discard)
         return task
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self.background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("a dispatcher task failed", exc_info=task.exception())
 
-
-class _ProducerPolling:
-    """Serves the producer's delivery reports on a thread of its own (`runtime.outbox.deliver`
-    resolves the loop's futures from there)."""
-
-    def __init__(self, producer: Producer) -> None:
-        self.producer = producer
-        self._halt = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="webhooks-reports", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._halt.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._halt.is_set():
-            self.producer.poll(0.1)
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a partition's queueing failed", exc_info=task.exception())

@@ -1,6 +1,7 @@
 """The consume loop's side of the event loop, with a fake work, a fake producer and the polling
 thread replaced by a recorder: restore before fetch, the finished prefix, poison records,
-revocation. (The polling thread itself meets a real broker in the integration tests of the
+revocation; and the polling thread's own bookkeeping (followers, `caught_up`) over fake clients.
+(The polling thread itself meets a real broker in the integration tests of the
 board consumers and the indexer.)"""
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaError, Message, TopicPartition
 
 from runtime import records
-from runtime.consume_loop import ConsumeLoop, Source
+from runtime.consume_loop import ConsumeLoop, Source, _Polling
 from schemas.topics import Component, Topics
 
 TOPICS = Topics("unit")
@@ -160,3 +161,78 @@ def test_a_revocation_commits_the_finished_prefix_closes_the_work_and_ignores_it
         assert loop.checkpoint.committable() == []
 
     scenario(body)
+
+
+EVENTS, REPLAYS = TOPICS.listing_events, TOPICS.webhook_replays
+
+
+class Client:
+    """A consumer the polling thread drives: what it was assigned and committed; as a probe,
+    where partitions end."""
+
+    def __init__(self, ends: dict[str, int] | None = None) -> None:
+        self.ends = ends or {}
+        self.assigned: list[TopicPartition] = []
+        self.committed: list[TopicPartition] = []
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned += partitions
+
+    def commit(self, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        self.committed += offsets
+
+    def get_watermark_offsets(
+        self, tp: TopicPartition, timeout: float = 1, cached: bool = True
+    ) -> tuple[int, int]:
+        return 0, self.ends.get(tp.topic, 0)
+
+
+def end_of(topic: str, offset: int) -> Message:
+    return Message(topic=topic, partition=0, offset=offset, error=KafkaError(KafkaError._PARTITION_EOF))
+
+
+def test_each_follower_reads_and_commits_the_partitions_of_its_topic_the_member_owns():
+    member, events, replays = Client(), Client(), Client()
+    polling = _Polling(member, POSTINGS, "g", None, [(events, EVENTS), (replays, REPLAYS)], None)  # type: ignore[arg-type]
+    polling._owned = {0, 1}
+    polling._start(1)
+    polling._commit([TopicPartition(POSTINGS, 1, 5), TopicPartition(REPLAYS, 1, 2)])
+
+    def read(tps: list[TopicPartition]) -> list[tuple[str, int, int]]:
+        return [
+            (tp.topic, tp.partition, tp.offset) for tp in tps
+        ]  # TopicPartition's == leaves the offset out
+
+    assert [(read(c.assigned), read(c.committed)) for c in (member, events, replays)] == [
+        ([(POSTINGS, 1, OFFSET_INVALID)], [(POSTINGS, 1, 5)]),
+        ([(EVENTS, 1, OFFSET_INVALID)], []),
+        ([(REPLAYS, 1, OFFSET_INVALID)], [(REPLAYS, 1, 2)]),
+    ]
+
+
+def test_caught_up_waits_until_each_topic_is_read_to_where_it_ends_and_says_the_ends():
+    async def main() -> None:
+        probe = Client({POSTINGS: 3, EVENTS: 8})
+        polling = _Polling(Client(), POSTINGS, "g", None, [(Client(), EVENTS)], probe)  # type: ignore[arg-type]
+        polling._loop, polling._fetched = asyncio.get_running_loop(), {0}
+        caught_up = polling.caught_up(0, (POSTINGS, EVENTS), asyncio.get_running_loop())
+        polling._serve_commands()
+
+        taken = polling._records([record(1), record(2), end_of(EVENTS, 7)])
+        polling._check_barriers()
+        await settle()
+        assert [m.offset() for m in taken] == [1, 2] and not caught_up.done()  # events end at 8
+
+        polling._records([end_of(EVENTS, 8)])  # past a transaction's marker
+        polling._check_barriers()
+        await settle()
+        assert caught_up.result() == {POSTINGS: 3, EVENTS: 8}
+
+        given_up = polling.caught_up(0, (POSTINGS,), asyncio.get_running_loop())
+        polling._serve_commands()
+        polling._fetched = set()
+        polling._check_barriers()
+        await settle()
+        assert given_up.cancelled()
+
+    asyncio.run(asyncio.wait_for(main(), 5))

@@ -108,20 +108,27 @@ async def until(condition: Callable[[], bool], what: str, deadline_s: float = 5.
         await asyncio.sleep(0.01)
 
 
+async def started(member: Member, work: Work, **options: Any) -> tuple[ConsumeLoop, asyncio.Task[None]]:
+    """A consume loop over `member`, running, its partition 0 opened."""
+    loop = ConsumeLoop(
+        work,  # type: ignore[arg-type]
+        Producer(),  # type: ignore[arg-type]
+        TOPICS,
+        member=member,  # type: ignore[arg-type]
+        main=Source(POSTINGS, "unit", dead_letters=None),
+        group="unit-group",
+        commit_interval_s=0.02,
+        **options,
+    )
+    running = asyncio.create_task(loop.run())
+    await until(work.opened.is_set, "partition 0 opened")
+    return loop, running
+
+
 def test_a_failed_commit_does_not_end_the_loop_and_the_next_commit_covers_its_offsets() -> None:
     async def main() -> None:
         member, work = Member(failing=2), Work()
-        loop = ConsumeLoop(
-            work,  # type: ignore[arg-type]
-            Producer(),  # type: ignore[arg-type]
-            TOPICS,
-            member=member,  # type: ignore[arg-type]
-            main=Source(POSTINGS, "unit", dead_letters=None),
-            group="unit-group",
-            commit_interval_s=0.02,
-        )
-        running = asyncio.create_task(loop.run())
-        await until(work.opened.is_set, "partition 0 opened")
+        loop, running = await started(member, work)
         # The coordinator left with its broker: the client reports it as an event, then the
         # commits fail until it is found again.
         member.queued.put(Message(error=KafkaError(KafkaError.NOT_COORDINATOR)))
@@ -136,5 +143,22 @@ def test_a_failed_commit_does_not_end_the_loop_and_the_next_commit_covers_its_of
         assert member.committed[0] >= 5  # the first commit that went through covered the failed ones
         loop.stop()
         await running  # ends without an error
+
+    asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_each_commit_is_heard_with_its_offsets() -> None:
+    """What a work may forget once its records are never read again (the webhooks dispatcher's
+    deliveries finished lately)."""
+
+    async def main() -> None:
+        member, work, heard = Member(failing=0), Work(), list[TopicPartition]()
+        loop, running = await started(member, work, on_commit=heard.extend)
+        for offset in range(3):
+            member.queued.put(record(offset))
+        # (TopicPartition's == leaves the offset out.)
+        await until(lambda: (POSTINGS, 0, 3) in [(t.topic, t.partition, t.offset) for t in heard], "3 heard")
+        loop.stop()
+        await running
 
     asyncio.run(asyncio.wait_for(main(), 10))
