@@ -1,8 +1,7 @@
 """Which offsets a consumer may commit: the finished prefix of each partition it reads now."""
 
-from confluent_kafka import TopicPartition
-
 from runtime.checkpoint import Checkpoint, OffsetTracker
+from tests.unit.runtime.partitions import offsets
 
 
 def test_commits_only_past_the_longest_finished_prefix():
@@ -54,7 +53,7 @@ def test_each_open_partition_of_each_topic_commits_its_own_prefix():
     assert postings is not None and requests is not None
     postings.finish(11)
     requests.finish(0)
-    assert checkpoint.committable() == [TopicPartition("postings", 3, 10), TopicPartition("requests", 3, 1)]
+    assert offsets(checkpoint.committable()) == [("postings", 3, 10), ("requests", 3, 1)]
     assert checkpoint.unfinished() == 2  # 11 is finished, but held behind 10
 
 
@@ -70,9 +69,9 @@ def test_a_partition_given_up_commits_nothing_more_even_when_its_old_work_finish
     checkpoint.open(["postings"], 1)
     old = checkpoint.track("postings", 1, 7)
     assert old is not None
-    assert checkpoint.committable({1}) == [TopicPartition("postings", 1, 7)]  # what a revocation commits
+    assert offsets(checkpoint.committable({1})) == [("postings", 1, 7)]  # what a revocation commits
     checkpoint.drop({1})
     checkpoint.open(["postings"], 1)  # assigned again: read again from the committed offset
     new = checkpoint.track("postings", 1, 7)
     old.finish(7)  # the old lane's work, finishing late, is not this reading's
-    assert new is not None and checkpoint.committable() == [TopicPartition("postings", 1, 7)]
+    assert new is not None and offsets(checkpoint.committable()) == [("postings", 1, 7)]

@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_INVALID, KafkaError, Message, TopicPartition
 from runtime import records
 from runtime.consume_loop import ConsumeLoop, Source, _Polling
 from schemas.topics import Component, Topics
+from tests.unit.runtime.partitions import offsets
 
 TOPICS = Topics("unit")
 POSTINGS = TOPICS.postings
@@ -127,10 +128,10 @@ def test_only_the_finished_prefix_is_committed():
         loop._taken([record(10), record(11), record(12)])
         work.finished[11].set_result(None)
         work.finished[12].set_result(None)
-        assert loop.checkpoint.committable() == [TopicPartition(POSTINGS, 0, 10)]
+        assert offsets(loop.checkpoint.committable()) == [(POSTINGS, 0, 10)]
         work.finished[10].set_result(None)
         await settle()
-        assert loop.checkpoint.committable() == [TopicPartition(POSTINGS, 0, 13)]
+        assert offsets(loop.checkpoint.committable()) == [(POSTINGS, 0, 13)]
 
     scenario(body)
 
@@ -142,7 +143,7 @@ def test_a_poison_record_is_dead_lettered_before_its_offset_is_finished():
         loop._taken([record(0, b"poison")])
         await settle()
         assert producer.produced == [(TOPICS.dlq(Component.LINKEDIN), b"poison")]
-        assert loop.checkpoint.committable() == [TopicPartition(POSTINGS, 0, 1)]
+        assert offsets(loop.checkpoint.committable()) == [(POSTINGS, 0, 1)]
 
     scenario(body)
 
@@ -154,7 +155,7 @@ def test_a_revocation_commits_the_finished_prefix_closes_the_work_and_ignores_it
         loop._taken([record(0), record(1)])
         work.finished[0].set_result(None)
         await settle()
-        assert await loop._revoked([0]) == [TopicPartition(POSTINGS, 0, 1)]
+        assert offsets(await loop._revoked([0])) == [(POSTINGS, 0, 1)]
         assert work.closed == [{0}]
         work.finished[1].set_result(None)  # the work of a partition given up, finishing late
         await settle()
@@ -198,12 +199,7 @@ def test_each_follower_reads_and_commits_the_partitions_of_its_topic_the_member_
     polling._start(1)
     polling._commit([TopicPartition(POSTINGS, 1, 5), TopicPartition(REPLAYS, 1, 2)])
 
-    def read(tps: list[TopicPartition]) -> list[tuple[str, int, int]]:
-        return [
-            (tp.topic, tp.partition, tp.offset) for tp in tps
-        ]  # TopicPartition's == leaves the offset out
-
-    assert [(read(c.assigned), read(c.committed)) for c in (member, events, replays)] == [
+    assert [(offsets(c.assigned), offsets(c.committed)) for c in (member, events, replays)] == [
         ([(POSTINGS, 1, OFFSET_INVALID)], [(POSTINGS, 1, 5)]),
         ([(EVENTS, 1, OFFSET_INVALID)], []),
         ([(REPLAYS, 1, OFFSET_INVALID)], [(REPLAYS, 1, 2)]),
