@@ -68,17 +68,24 @@ class StatusPublisher:
         """Publish until cancelled."""
         while True:
             self._changed.clear()
-            status = self.status()
-            last = self._published
-            if (
-                last is None
-                or _moved(last, status)
-                or status.published_at - last.published_at >= self.interval_ms
-            ):
-                self._produce(status.key, codec.board_statuses().encode(status))
-                self._published = status
+            try:
+                self._publish_due()
+            except Exception:  # a status not taken is that status's loss: the next one is tried
+                log.exception("%s: could not take this member's board status", self.destination.name)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(CHECK_S, self.interval_ms / 1000))
+
+    def _publish_due(self) -> None:
+        """Publish the status now if it changed, or its interval has passed."""
+        status = self.status()
+        last = self._published
+        if (
+            last is None
+            or _moved(last, status)
+            or status.published_at - last.published_at >= self.interval_ms
+        ):
+            self._produce(status.key, codec.board_statuses().encode(status))
+            self._published = status
 
     def leave(self) -> None:
         """The member stops: its status is removed (a tombstone, waited for a few seconds)."""
