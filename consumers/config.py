@@ -68,6 +68,12 @@ class ConsumerSettings(Settings):
         description="a job the board ends after a lifetime (LinkedIn) is renewed this long before its end",
     )
     circuit: CircuitSettings = Field(default_factory=CircuitSettings)
+    status_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="how often this member publishes its budgets, their use and its circuit to "
+        "jobpost.board-status (GET /ops/boards; also at once when the circuit changes)",
+    )
     max_buffered: int = Field(default=2000, ge=1, description="records held before partitions pause")
     session_timeout_ms: int = Field(
         default=10_000, ge=6_000, description="how soon a dead member's postings move"

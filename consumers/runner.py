@@ -6,7 +6,8 @@ each partition's finished prefix. The job watch (`consumers.job_watch`) follows 
 board holds open (their status, expiry, renewal) and tells the lanes what it learns.
 
 The runner starts and stops those parts, and every commit interval publishes how old the
-oldest unfinished record and the oldest unresolved dead letter are, and the watchdog.
+oldest unfinished record and the oldest unresolved dead letter are, and the watchdog; the
+member's status of its board (`consumers.status_publisher`) goes to jobpost.board-status.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from consumers.lanes import LaneScheduler
 from consumers.letter_check import LetterReader
 from consumers.outcomes import Outcomes
 from consumers.retry import RetryPolicy
+from consumers.status_publisher import StatusPublisher
 from runtime.consume_loop import ConsumeLoop, Source
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import Stores
@@ -87,6 +89,9 @@ class DeliveryRunner:
             terms=terms,
         )
         self.jobs = JobWatch(destination, self.lanes, self.states, terms, clock)
+        self.status = StatusPublisher(
+            self.producer, self.topics, destination, clock, settings.status_interval_s
+        )
         self.states.watch = self.jobs
         self.restorer = ThreadPoolExecutor(1, thread_name_prefix="restore")
         self.loop: ConsumeLoop | None = None
@@ -119,11 +124,14 @@ class DeliveryRunner:
         self.destination.start()
         watch = asyncio.create_task(self._watch(loop))
         jobs = asyncio.create_task(self.jobs.run())
+        status = asyncio.create_task(self.status.run())
         try:
             await loop.run()
         finally:
             watch.cancel()
             jobs.cancel()
+            status.cancel()
+            self.status.leave()
             self.lanes.close()
             await self.destination.close()
             await asyncio.to_thread(self.restorer.submit(self.states.close).result)

@@ -23,6 +23,7 @@ from producer_api.commands import CommandClient
 from producer_api.config import ApiSettings
 from producer_api.http.identity import Identity
 from producer_api.operations import Operations
+from producer_api.read.board_status_view import BoardStatusView
 from producer_api.read.dead_letter_index import DeadLettersView
 from producer_api.read.title_search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
@@ -49,6 +50,7 @@ class ApiParts:
     deliveries: DeliveriesView
     events: DeliveryEventsView
     letters: dict[Destination, DeadLettersView]
+    board_status: BoardStatusView
     sequencer: Sequencer | None
     audit: Audit
     searches: Bulkhead
@@ -63,7 +65,7 @@ class ApiParts:
     def start(self) -> None:
         """The command client and the views, then the embedded sequencer member's thread."""
         self.commands.start()
-        for view in (self.postings, self.deliveries, self.events, *self.letters.values()):
+        for view in (self.postings, self.deliveries, self.events, *self.letters.values(), self.board_status):
             view.start()
         if self.sequencer is not None:
             member = threading.Thread(target=run_in_process, args=(self.sequencer,), daemon=True)
@@ -77,7 +79,7 @@ class ApiParts:
         if self.sequencer is not None and self._sequencing is not None:
             self.sequencer.stop()
             await asyncio.to_thread(self._sequencing.join, SEQUENCER_LEAVE_S)
-        for view in (self.postings, self.deliveries, self.events, *self.letters.values()):
+        for view in (self.postings, self.deliveries, self.events, *self.letters.values(), self.board_status):
             view.close()
         self.operations.close()
         self.webhooks.close()
@@ -106,6 +108,7 @@ def bootstrap(
     deliveries = DeliveriesView(settings.kafka, settings.state)
     events = DeliveryEventsView(settings.kafka, settings.state)
     letters = {board: DeadLettersView(settings.kafka, board, settings.state) for board in BOARDS}
+    board_status = BoardStatusView(settings.kafka, settings.state)
     sequencer = None
     if settings.embedded_sequencer:
         sequencer = Sequencer(sequencer_settings or SequencerSettings(kafka=settings.kafka))
@@ -132,13 +135,14 @@ def bootstrap(
         deliveries=deliveries,
         events=events,
         letters=letters,
+        board_status=board_status,
         sequencer=sequencer,
         audit=audit,
         searches=searches,
         strong_reads=strong_reads,
         search=search,
         service=service,
-        operations=Operations(settings, deliveries, postings, letters),
+        operations=Operations(settings, deliveries, postings, letters, board_status),
         readiness=Readiness(settings, commands, [postings, deliveries], sequencer, search),
         webhooks=open_webhooks(settings, audit),
     )

@@ -1,6 +1,7 @@
 """What an operator sees and does from the playground's operations panel: each board's
-dead letters and their redrive, each consumer group's lag, and (with `make run`) the
-sandbox boards' fault switches.
+dead letters and their redrive, each consumer group's lag, each board's budgets, their use
+and its circuit as its consumer members publish them (`producer_api.read.board_panel`), and
+(with `make run`) the sandbox boards' fault switches.
 
 A redrive is a request (`runtime.redrive`), as `jobpost dlq redrive` writes it: the board's
 consumer handles it in the posting's lane and publishes its outcome as delivery events
@@ -31,6 +32,8 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient
 
 from producer_api.config import ApiSettings
+from producer_api.read.board_panel import BoardPanel, board_panels
+from producer_api.read.board_status_view import BoardStatusView
 from producer_api.read.dead_letter_index import DeadLettersView, IndexedLetter
 from producer_api.read.views import DeliveriesView, PostingsView
 from runtime.dead_letters import DeadLetter, newest_per_version, read_dead_letters
@@ -75,7 +78,8 @@ class GroupLag:
 @dataclasses.dataclass(frozen=True)
 class SandboxBoards:
     available: bool  # a job-board sandbox runs with this API
-    boards: dict[str, dict[str, Any]]  # each board's fault settings
+    boards: dict[str, dict[str, Any]]  # each sandbox board's fault settings
+    status: dict[str, BoardPanel] = dataclasses.field(default_factory=dict)  # what the consumers hold
 
 
 class SandboxMissing(Exception):
@@ -105,11 +109,13 @@ class Operations:
         deliveries: DeliveriesView,
         postings: PostingsView | None = None,
         letters: dict[Destination, DeadLettersView] | None = None,
+        board_status: BoardStatusView | None = None,
     ) -> None:
         self.settings = settings
         self.deliveries = deliveries
         self.postings = postings
         self.letters = letters or {}
+        self.board_status = board_status
         self.topics = Topics(settings.kafka.topic_prefix)
         self._producer: Producer | None = None
         self._lock = asyncio.Lock()  # one redrive at a time
@@ -171,15 +177,19 @@ class Operations:
         return await self._lags.get(lambda: asyncio.to_thread(self._lag))
 
     async def boards(self) -> SandboxBoards:
+        """The sandbox boards' fault switches (with `make run`) and what each board's
+        consumer members hold of it (their statuses on jobpost.board-status)."""
+        statuses = [] if self.board_status is None else await asyncio.to_thread(self.board_status.all)
+        status = board_panels([b.value for b in BOARDS], statuses, time.time_ns() // 1_000_000)
         if not self.settings.sandbox_url:
-            return SandboxBoards(available=False, boards={})
+            return SandboxBoards(available=False, boards={}, status=status)
         async with httpx.AsyncClient(base_url=self.settings.sandbox_url, timeout=5) as client:
             found = {}
             for board in BOARDS:
                 response = await client.get(f"/_sandbox/{board.value}/faults")
                 response.raise_for_status()
                 found[board.value] = response.json()
-        return SandboxBoards(available=True, boards=found)
+        return SandboxBoards(available=True, boards=found, status=status)
 
     async def set_faults(self, board: Destination, faults: dict[str, Any]) -> dict[str, Any]:
         if not self.settings.sandbox_url:

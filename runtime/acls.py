@@ -132,6 +132,7 @@ def roles(topics: Topics, registry: RegistryStorage | None = None) -> dict[Role,
             _topic(topics.webhooks, R, W, why="webhook endpoints registered, rotated, deleted; their view"),
             _topic(topics.webhook_replays, W, why="POST /webhooks/{id}/replay"),
             _topic(topics.dlq(Component.WEBHOOKS), R, why="an endpoint's dead letters view"),
+            _topic(topics.board_status, R, why="the boards' status view (GET /ops/boards)"),
             _group(sequencer_group, D, "readiness: does a member own every partition of commands"),
             *(
                 _group(topics.group(c), D, "the lag panel reads the group's committed offsets")
@@ -219,6 +220,7 @@ def _board(topics: Topics, board: Destination, start_check: Grant) -> tuple[Gran
         _topic(topics.dlq(component), R, W, why="a version it gave up on; read: the letter a redrive names"),
         _topic(topics.audit, W, why="a redrive request refused (unlike its letter): appended, never read"),
         _topic(topics.listing_events, W, why="changes of the job at the board, for the employer's webhooks"),
+        _topic(topics.board_status, W, why="its budgets, their use, its circuit (GET /ops/boards)"),
         _group(group, R, "its group"),
         _group(f"{group}-redrive", R, "its redrive reader's offsets"),
         *_readers(topics, ReaderGroup.REPLAY, ReaderGroup.RESTORE_PROBE, ReaderGroup.LETTERS),

@@ -16,6 +16,7 @@ from confluent_kafka import Message
 from prometheus_client import Counter
 
 from schemas import codec
+from schemas.board_status import BoardStatus
 from schemas.changelog import SequencerState
 from schemas.codec import AvroRecord, RecordCodec, SerializationError
 from schemas.deliveries import DeliveryState
@@ -157,6 +158,18 @@ def webhook_endpoint(message: Message) -> tuple[str, WebhookEndpoint | None]:
     if endpoint.id != endpoint_id:
         raise PoisonRecord(f"key {endpoint_id!r} does not match the endpoint's id {endpoint.id!r}")
     return endpoint_id, endpoint
+
+
+def board_status(message: Message) -> tuple[str, BoardStatus | None]:
+    """(`{board}/{member}`, the BoardStatus) of a `jobpost.board-status` record; None for a
+    tombstone."""
+    key = text_key(message)
+    if message.value() is None:
+        return key, None
+    status = _decode(message.value(), codec.board_statuses())
+    if status.key != key:
+        raise PoisonRecord(f"key {key!r} does not match the status's {status.key!r}")
+    return key, status
 
 
 def webhook_delivery(message: Message) -> tuple[str, WebhookDelivery | None]:

@@ -26,6 +26,7 @@ from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from schemas import framing
 from schemas.audit import AuditEvent
+from schemas.board_status import BoardStatus
 from schemas.changelog import SequencerState
 from schemas.deliveries import DeliveryState
 from schemas.events import DeliveryEvent
@@ -266,3 +267,8 @@ def webhook_deliveries() -> RecordCodec[WebhookDelivery]:
 @cache
 def webhook_replays() -> RecordCodec[WebhookReplay]:
     return RecordCodec(AvroCodec.for_record("webhook_replay"), WebhookReplay.from_avro)
+
+
+@cache
+def board_statuses() -> RecordCodec[BoardStatus]:
+    return RecordCodec(AvroCodec.for_record("board_status"), BoardStatus.from_avro)

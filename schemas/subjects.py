@@ -34,5 +34,6 @@ def value_codecs(topics: Topics) -> dict[str, AvroCodec]:
         topics.webhooks: codec.webhook_endpoints(),
         topics.webhook_pending: codec.webhook_deliveries(),
         topics.webhook_replays: codec.webhook_replays(),
+        topics.board_status: codec.board_statuses(),
     }
     return {topic: record_codec.avro for topic, record_codec in typed.items()}

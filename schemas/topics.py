@@ -163,6 +163,13 @@ class Topics:
         one per partition."""
         return f"{self.prefix}.webhook-replays"
 
+    @property
+    def board_status(self) -> str:
+        """What each board consumer member holds of its destination now
+        (`schemas.board_status.BoardStatus`), keyed `{board}/{member}`, compacted, one
+        partition: the API's `GET /ops/boards` reads it whole."""
+        return f"{self.prefix}.board-status"
+
     def group(self, component: Component) -> str:
         """The default group id of a component (a deployable's settings may name another)."""
         return component.group_id(self.prefix)
@@ -214,6 +221,17 @@ class Topics:
                 for board in BOARDS
             ),
             *self._webhook_specs(n, isr),
+            # Small and read whole: a stopped member's tombstone is forgotten within the hour.
+            TopicSpec(
+                self.board_status,
+                1,
+                {
+                    **isr,
+                    "cleanup.policy": "compact",
+                    "delete.retention.ms": str(3600 * 1000),
+                    "segment.ms": str(600 * 1000),
+                },
+            ),
         ]
 
     def _webhook_specs(self, n: int, isr: dict[str, str]) -> list[TopicSpec]:

@@ -24,9 +24,10 @@ from typing import TypeVar
 from consumers.board_tokens import with_token
 from consumers.boards.base import Throttled, TokenSource
 from consumers.destination import metrics
-from consumers.destination.budget import RateBudget
+from consumers.destination.budget import WINDOW_MS, RateBudget
 from consumers.destination.circuit import Circuit, CircuitState, Permit
 from consumers.destination.quota import DailyQuota, QuotaKind
+from consumers.destination.use import UseMeter
 from schemas.model import Destination
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class BoardAccess:
         self.budget = budget
         self.circuit = circuit
         self.quota = quota or DailyQuota({})
+        self.meter = UseMeter(WINDOW_MS)  # what the calls used this minute (`board_status`)
         self.announcement: Announcement | None = None
         self.day_hold: Announcement | None = None  # the sending's, while a daily cap holds it
         self._holds: dict[frozenset[QuotaKind], int] = {}  # the reset each kind of call waits for
@@ -114,12 +116,14 @@ class BoardAccess:
         return admits if left is None else min(admits, left)
 
     def spend(self, now: int, records: int, needs: Mapping[QuotaKind, int]) -> list[int]:
-        """A call starts now: counted by the rate budget (the handle `throttled` takes) and
-        against today's quota."""
+        """A call starts now: counted by the rate budget (the handle `throttled` takes), by
+        the meter of this minute's use and against today's quota."""
         for kind, n in needs.items():
             self.quota.take(kind, n, now)
         metrics.publish_quota(self.name, self.quota, now)
-        return self.budget.spend(now, records)
+        call = self.budget.spend(now, records)
+        self.meter.spent(now, records, call)
+        return call
 
     def hold(self, now: int) -> tuple[str, int] | None:
         """Why a version queued now waits for the board as a whole, and until when: the
@@ -143,6 +147,8 @@ class BoardAccess:
 
     def throttled(self, now: int, exc: Throttled, call: list[int] | None = None) -> None:
         metrics.THROTTLED.labels(self.name).inc()
+        if call is not None:
+            self.meter.refused(call)
         pause = self.budget.throttled(now, exc.retry_after_s, call)
         self._on_circuit(now, lambda: self.circuit.answered(now))  # a board that answers 429 is up
         log.warning("%s throttled us for %.1f s: %s", self.name, pause / 1000, exc)

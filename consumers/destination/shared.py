@@ -108,7 +108,7 @@ class SharedDestination:
         permit = access.may_call(now)
         if not permit.call:
             return None, permit.wait_ms if permit.wait_ms is not None else LISTINGS_RETRY_MS
-        spent = access.budget.spend(now, 0)
+        spent = access.spend(now, 0, {})
         try:
             found = await access.call(lambda token: self.adapter.listings(jobs, token))
         except Throttled as exc:

@@ -38,6 +38,10 @@ class TaskBook:
         delivery state, may be long ago: it is asked about at once)."""
         self._tasks[task_id] = _Task(submitted_at, submitted_at)
 
+    def oldest_submitted_at(self) -> int | None:
+        """When the oldest task followed was submitted; None when none is."""
+        return min((t.submitted_at for t in self._tasks.values()), default=None)
+
     def forget(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)
 

@@ -132,6 +132,67 @@ class FaultsIn(BaseModel):
     probability: float = Field(default=1.0, ge=0, le=1)
 
 
+CircuitState = Literal["closed", "open", "probing"]
+
+
+class MinuteBudgetOut(BaseModel):
+    kind: Literal["records", "requests"]
+    per_minute: float | None = Field(
+        description="the consumer group's budget a minute (a setting); null: none configured"
+    )
+    used: int = Field(description="what the board's live members sent within the last 60 s")
+
+
+class DailyBudgetOut(BaseModel):
+    kind: Literal["records", "requests", "task_status_calls"]
+    per_day: int | None = Field(description="the consumer group's cap a day (a setting); null: no cap")
+    used: int = Field(description="what the board's members used since the last reset")
+    reset_at: int = Field(description="the next reset (epoch millis)")
+
+
+class BoardMemberOut(BaseModel):
+    member: str = Field(description="the consumer member: its host and process id")
+    last_status_at: int = Field(description="when the member last published its status (epoch millis)")
+    stale: bool = Field(
+        description="no status for longer than three of its publishing intervals: it died or cannot reach "
+        "Kafka; what it last said is shown but no longer counted for the board (but for today's use)"
+    )
+    share: float = Field(description="its share of the group's partitions, hence of every budget (0 to 1)")
+    circuit: CircuitState
+    circuit_reason: str | None = Field(description="why its circuit opened")
+    paused_reason: str | None = Field(
+        description="why its lanes wait for the board as a whole; null: not paused"
+    )
+    paused_until: int | None = Field(description="when it tries the board next, while paused (epoch millis)")
+    records_this_minute: int
+    requests_this_minute: int
+    open_tasks: int = Field(description="its submitted versions whose board task has not ended (LinkedIn)")
+    oldest_task_age_s: float | None = Field(description="age of its oldest unconfirmed task; null: none")
+
+
+class BoardStatusOut(BaseModel):
+    per_minute: list[MinuteBudgetOut] = Field(description="the rate budget: records and requests a minute")
+    per_day: list[DailyBudgetOut] = Field(
+        description="the daily quota: records, requests and task-status calls a day, and their reset"
+    )
+    circuit: CircuitState | None = Field(
+        description="the worst circuit of the live members (open, probing, closed); null: no live member"
+    )
+    circuit_reason: str | None = Field(description="why it opened, in the board's words")
+    paused: bool = Field(description="a live member holds its lanes for the board as a whole")
+    paused_reason: str | None = Field(description="why (an open circuit, `daily quota: …`, a long 429)")
+    open_tasks: int = Field(description="submitted versions whose board task has not ended (LinkedIn)")
+    oldest_task_age_s: float | None = Field(
+        description="age of the oldest unconfirmed task, in seconds; null: none"
+    )
+    members: list[BoardMemberOut] = Field(
+        description="every consumer member that published a status, stale ones too"
+    )
+
+
 class BoardsOut(BaseModel):
     available: bool = Field(description="a job-board sandbox runs with this API")
     boards: dict[str, dict[str, object]] = Field(description="each sandbox board's fault settings")
+    status: dict[Board, BoardStatusOut] = Field(
+        description="each board as its consumer members last published it (jobpost.board-status)"
+    )

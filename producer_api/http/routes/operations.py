@@ -93,7 +93,11 @@ async def lag(ops: Ops) -> LagOut:
 
 @router.get("/boards", response_model=BoardsOut)
 async def boards(ops: Ops) -> BoardsOut:
-    """The sandbox boards' fault settings, when `make run` runs the sandbox."""
+    """Each board's budgets (per minute: records, requests; per day: the caps and their
+    reset), what its consumers used of them this minute and today, its circuit, a pause, the
+    oldest unconfirmed task, per member with the time of its last status (a member silent for
+    three of its intervals is marked stale, never dropped); and the sandbox boards' fault
+    settings, when `make run` runs the sandbox."""
     try:
         return BoardsOut.model_validate(await ops.boards(), from_attributes=True)
     except httpx.HTTPError as exc:

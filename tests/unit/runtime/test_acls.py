@@ -56,6 +56,7 @@ def test_each_topic_has_the_writers_the_design_names_and_no_other():
     assert writers(TOPICS.dlq(Component.SEARCH_INDEXER)) == {Role.INDEXER}
     assert writers(TOPICS.dlq(Component.LINKEDIN)) == {Role.LINKEDIN}
     assert writers(TOPICS.dlq(Component.INDEED)) == {Role.INDEED}
+    assert writers(TOPICS.board_status) == {Role.LINKEDIN, Role.INDEED}
     # ... and every topic we create is written by someone (a new topic needs its row).
     assert all(writers(spec.name) for spec in TOPICS.specs(3, 1))
 
