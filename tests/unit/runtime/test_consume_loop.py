@@ -12,8 +12,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, KafkaError, Message, TopicPartition
 
-from runtime import records
-from runtime.consume_loop import ConsumeLoop, Source, _Polling
+from runtime import consume_thread, records
+from runtime.consume_loop import ConsumeLoop, Source
 from schemas.topics import Component, Topics
 from tests.unit.runtime.partitions import offsets
 
@@ -194,7 +194,9 @@ def end_of(topic: str, offset: int) -> Message:
 
 def test_each_follower_reads_and_commits_the_partitions_of_its_topic_the_member_owns():
     member, events, replays = Client(), Client(), Client()
-    polling = _Polling(member, POSTINGS, "g", None, [(events, EVENTS), (replays, REPLAYS)], None)  # type: ignore[arg-type]
+    polling = consume_thread.Polling(
+        member, POSTINGS, "g", None, [(events, EVENTS), (replays, REPLAYS)], None
+    )  # type: ignore[arg-type]
     polling._owned = {0, 1}
     polling._start(1)
     polling._commit([TopicPartition(POSTINGS, 1, 5), TopicPartition(REPLAYS, 1, 2)])
@@ -209,7 +211,7 @@ def test_each_follower_reads_and_commits_the_partitions_of_its_topic_the_member_
 def test_caught_up_waits_until_each_topic_is_read_to_where_it_ends_and_says_the_ends():
     async def main() -> None:
         probe = Client({POSTINGS: 3, EVENTS: 8})
-        polling = _Polling(Client(), POSTINGS, "g", None, [(Client(), EVENTS)], probe)  # type: ignore[arg-type]
+        polling = consume_thread.Polling(Client(), POSTINGS, "g", None, [(Client(), EVENTS)], probe)  # type: ignore[arg-type]
         polling._loop, polling._fetched = asyncio.get_running_loop(), {0}
         caught_up = polling.caught_up(0, (POSTINGS, EVENTS), asyncio.get_running_loop())
         polling._serve_commands()
