@@ -1,7 +1,8 @@
 """The lane's rules, pure: a version's way as steps (`next_step`: where it starts, what it
 asks of the board, and what each piece of news from its attempts makes of it), which record
-is work already done, and when a redrive request is answered without calling the board
-(which record a later one supersedes is the lane's own question: `consumers.lanes`). What
+is work already done, when a redrive request is answered without calling the board, and
+when a version taken up gives way to a newer one queued behind it (`conflated`; which record
+a later one supersedes once under way is the lane's own question: `consumers.lanes`). What
 the board holds, and what to ask of it, is one question to `consumers.job_rules` per step
 (`job_step`); the step is written out by `consumers.steps`. News of the job learned
 otherwise (its status read back, its expiry, its renewal) takes the same way
