@@ -81,6 +81,7 @@ class Consumers:
             "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox}/linkedin",
             "JOBPOST_CONSUMER_INDEED__BASE_URL": f"{sandbox}/indeed",
             "JOBPOST_CONSUMER_TASK_POLL_INTERVAL_S": "0.5",
+            "JOBPOST_CONSUMER_DELIVER_EVERY_VERSION": "true",  # the backlog's every record is the load
         }
         self.ports = {b: free_port() for b in BOARDS}
         self.processes = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from consumers.boards.indeed import IndeedSettings
@@ -50,8 +50,15 @@ class ConsumerSettings(Settings):
     task_timeout_s: float = Field(
         default=900.0, gt=0, description="a task still in progress after this is retried like a failed call"
     )
-    conflate: bool = Field(
-        default=False, description="send only the newest of several undelivered versions of a posting"
+    deliver_every_version: bool = Field(
+        default=False,
+        description="send every version of a posting, however far the board falls behind (default: "
+        "versions that queued while the board was confirming an earlier one give way to the newest)",
+    )
+    conflate: bool | None = Field(
+        default=None,
+        description="deprecated, the opposite of deliver_every_version: true conflates at the board's pace, "
+        "false delivers every version",
     )
     listing_poll_interval_s: float = Field(
         default=60.0, gt=0, description="how often the board's status of a job not yet live is read back"
@@ -112,6 +119,22 @@ class ConsumerSettings(Settings):
     @property
     def group(self) -> str:
         return self.group_id or Topics(self.kafka.topic_prefix).group(self.component)
+
+    @model_validator(mode="after")
+    def _conflate_is_the_old_name(self) -> ConsumerSettings:
+        """`conflate` (before deliver_every_version existed) still says the same thing."""
+        if self.conflate is None:
+            return self
+        if "deliver_every_version" in self.model_fields_set and self.deliver_every_version == self.conflate:
+            raise ValueError("conflate and deliver_every_version contradict each other: set only the latter")
+        self.deliver_every_version = not self.conflate
+        return self
+
+    @property
+    def conflates(self) -> bool:
+        """Whether a version queued while the board confirmed an earlier one gives way to a
+        newer one (`consumers.rules.conflated`)."""
+        return not self.deliver_every_version
 
     @field_validator("destination")
     @classmethod

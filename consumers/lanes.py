@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Lane:
-    conflate: bool
     records: deque[Item] = field(default_factory=deque)
     finished: deque[asyncio.Future[None]] = field(default_factory=deque)  # one per record
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # a record arrived that may supersede
@@ -57,7 +56,7 @@ class _Lane:
     def judge(self) -> None:
         """Whether a record queued behind the one delivered supersedes it, after every change
         of the records (`superseded`, which its attempts read)."""
-        newer = superseded_by(self.records[0], self.later(), self.conflate) if self.records else None
+        newer = superseded_by(self.records[0], self.later()) if self.records else None
         if newer is None:
             self.superseded = None
         elif any(record.deletes and record.version == newer for record in self.later()):
@@ -105,11 +104,11 @@ class LaneScheduler:
         finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         lane = self.lanes.get(item.posting_id)
         if lane is None:
-            lane = self.lanes[item.posting_id] = _Lane(self.conflate)
+            lane = self.lanes[item.posting_id] = _Lane()
         lane.records.append(item)
         lane.finished.append(finished)
         lane.judge()
-        if item.request is None and (item.deletes or self.conflate):
+        if item.request is None and item.deletes:
             lane.changed.set()  # a waiting version may be superseded now
             if lane.ticket is not None:
                 lane.ticket.notice.set()
@@ -172,6 +171,7 @@ class LaneScheduler:
                 terms=self.terms,
                 step=step,
                 news=news,
+                conflate=self.conflate,
             )
             await self.outcomes.write(item, step)
             if not step.go:
@@ -188,10 +188,11 @@ def _stop(lane: _Lane) -> None:
         finished.cancel()
 
 
-def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | None:
-    """The newest later version that makes `item` pointless to send: a DELETE of the
-    posting always (the board ends with the posting closed), any newer version when
-    conflating (each PostingUpdate is a full snapshot) or when `item` is a redrive. A
+def superseded_by(item: Item, later: Iterable[Item]) -> int | None:
+    """The newest later version that makes `item` pointless to send, even once taken up: a
+    DELETE of the posting (the board ends with the posting closed), any newer version when
+    `item` is a redrive. (A newer version queued behind one not yet taken up is the rules'
+    question: `consumers.rules.conflated`.) A
     DELETED version is never superseded, nor is the CREATED one: a board updates and
     closes only a job it created (LinkedIn refuses the UPDATE or CLOSE of a job it never
     created, which dead-lettered a posting created and deleted while its consumer was
@@ -199,7 +200,7 @@ def superseded_by(item: Item, later: Iterable[Item], conflate: bool) -> int | No
     created = item.update is not None and item.update.op == Op.CREATED and item.request is None
     if item.deletes or created:
         return None
-    newer = conflate or item.request is not None
+    newer = item.request is not None
     versions = [
         r.version
         for r in later

@@ -1,7 +1,8 @@
 """The lane's rules, pure: a version's way as steps (`next_step`: where it starts, what it
 asks of the board, and what each piece of news from its attempts makes of it), which record
-is work already done, and when a redrive request is answered without calling the board
-(which record a later one supersedes is the lane's own question: `consumers.lanes`). What
+is work already done, when a redrive request is answered without calling the board, and
+when a version taken up gives way to a newer one queued behind it (`conflated`; which record
+a later one supersedes once under way is the lane's own question: `consumers.lanes`). What
 the board holds, and what to ask of it, is one question to `consumers.job_rules` per step
 (`job_step`); the step is written out by `consumers.steps`. News of the job learned
 otherwise (its status read back, its expiry, its renewal) takes the same way
@@ -34,7 +35,7 @@ from consumers.steps import (
     step_from,
 )
 from schemas.deliveries import DeliveryState
-from schemas.enums import DeliveryStatus
+from schemas.enums import DeliveryStatus, Op
 from schemas.model import Destination
 
 # A CREATE the board says it holds, then an UPDATE it says it does not (or the other way
@@ -53,13 +54,16 @@ def next_step(
     terms: JobTerms | None = None,
     step: Step | None = None,
     news: News | None = None,
+    conflate: bool = False,
 ) -> Step:
     """The version's next step: where it starts (no `step` yet) or what `news` of its last
     step makes of it. The rules decide alone what they can (`Turn`), ask once what the board
     holds and what to ask of it (`job_rules.job_step`), and have the step written out
     (`steps.step_from`). A redrive gets a fresh budget; a version a restarted consumer finds
     on its way resumes its attempts (`Progress.resume`: a task is polled, never submitted
-    again); an element's `Unsure` is retried per `policy` until the budget is spent."""
+    again); an element's `Unsure` is retried per `policy` until the budget is spent. With
+    `conflate`, a version taken up behind which a newer one already waits gives way to it
+    (`conflated`)."""
     terms = terms or JobTerms()
     if item.news is not None and before is None:
         return Step(False, Progress())  # nothing known of the posting here
@@ -67,7 +71,7 @@ def next_step(
     action = step.action if step is not None else None
     outcome = news.outcome if isinstance(news, Answered) else None
     if step is None or news is None:
-        news, turn = None, _taken_up(item, before, later)  # taken up: no news of it yet
+        news, turn = None, _taken_up(item, before, later, conflate)  # taken up: no news of it yet
     elif item.news is not None and not isinstance(outcome, Unsure):
         turn = _job_news_turn(before, action, news, step.progress)
     elif not isinstance(outcome, Unsure):
@@ -99,7 +103,7 @@ def next_step(
     return step_from(destination, item, before, turn, job, now)
 
 
-def _taken_up(item: Item, state: DeliveryState, later: list[Item]) -> Turn:
+def _taken_up(item: Item, state: DeliveryState, later: list[Item], conflate: bool) -> Turn:
     """Whether to attempt the version (or ask about the job), what is counted, why it is
     skipped; a version attempted resumes where the state has it (a redrive afresh)."""
     if item.news is not None:
@@ -111,6 +115,9 @@ def _taken_up(item: Item, state: DeliveryState, later: list[Item]) -> Turn:
         return Turn(True, Progress())
     if done_already(state, item.version):
         return Turn(False, Progress(), counted="replayed")
+    why = conflated(item, state, later) if conflate else None
+    if why is not None:
+        return Turn(False, Progress(), counted="superseded", skipped=why)
     return Turn(True, Progress(), resumes=True)
 
 
@@ -177,6 +184,30 @@ def done_already(state: DeliveryState, version: int) -> bool:
     if state.finished_version is not None and version <= state.finished_version:
         return True
     return state.status == DeliveryStatus.FAILED and state.pending_version == version
+
+
+def conflated(item: Item, state: DeliveryState, later: Iterable[Item]) -> str | None:
+    """Why a version taken up gives way to a newer one queued behind it (None: send it).
+    A newer version is queued at its turn only when versions came faster than the board
+    finished the one before (it is taken up as soon as that one is finished), so while the
+    board keeps up nothing is skipped; each PostingUpdate is the whole posting, so the newest
+    carries everything the skipped ones did. Never skipped: the CREATED version (a board
+    updates only a job it created), a DELETE (nor skipped over: nothing follows it but its
+    tombstone), a version already on its way at the board (a restarted consumer polls its
+    task; the next is not sent before it ends); a redrive is judged by `redrive_skipped`, and
+    a newer version queued behind a DELETE is the lane's `superseded_by`."""
+    if item.update is None or item.update.op != Op.UPDATED or item.request is not None:
+        return None
+    if state.pending_version == item.version and state.status != DeliveryStatus.FAILED:
+        return None
+    newer = [r for r in later if r.request is None and r.update is not None and r.version > item.version]
+    if not newer or any(r.deletes for r in newer):
+        return None
+    newest = max(r.version for r in newer)
+    busy = state.finished_version
+    if busy is None:
+        return f"superseded by v{newest}, queued behind it"
+    return f"superseded by v{newest} while the board was confirming v{busy}"
 
 
 def redrive_skipped(version: int, state: DeliveryState, later: Iterable[Item]) -> str | None:

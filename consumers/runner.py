@@ -85,7 +85,7 @@ class DeliveryRunner:
             self.states,
             policy or RetryPolicy(settings.retry),
             clock=clock,
-            conflate=settings.conflate,
+            conflate=settings.conflates,
             terms=terms,
         )
         self.jobs = JobWatch(destination, self.lanes, self.states, terms, clock)

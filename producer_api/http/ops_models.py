@@ -61,7 +61,10 @@ class EventOut(BaseModel):
     destination: Destination
     attempt: int
     outcome: CellState = Field(description="what the attempt came to (never pending)")
-    error: str | None
+    error: str | None = Field(
+        description="why: the failure or refusal; for skipped, what superseded the version (e.g. "
+        "'superseded by v17 while the board was confirming v12')"
+    )
     next_attempt_at: int | None
     at: int
     task_id: str | None = Field(default=None, description="submitted: the board's task")

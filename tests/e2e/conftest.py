@@ -71,6 +71,7 @@ def started_system(
         "JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S": "0.5",
         "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "2",
         "JOBPOST_CONSUMER_LISTING_POLL_INTERVAL_S": "1",  # the boards' status read back each second
+        "JOBPOST_CONSUMER_DELIVER_EVERY_VERSION": "true",  # the journeys count every version at the boards
         "JOBPOST_RUN_SERVERS": "false",  # the test session owns Kafka and Elasticsearch
         "JOBPOST_METRICS_PORT_BASE": str(metrics_port),
         "JOBPOST_RUN_PROMETHEUS": "false",  # 9090 may be a developer's; a test asks for its own

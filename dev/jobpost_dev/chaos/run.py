@@ -228,4 +228,6 @@ def _environment(
         # Board retries at a test's pace (the production policy waits up to 60 s between tries).
         "JOBPOST_CONSUMER_RETRY__FIRST_WAIT_S": "0.5",
         "JOBPOST_CONSUMER_RETRY__MAX_WAIT_S": "5",
+        # Every version at the boards, so a version missing there is a loss, not a conflation.
+        "JOBPOST_CONSUMER_DELIVER_EVERY_VERSION": "true",
     }

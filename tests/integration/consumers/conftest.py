@@ -83,6 +83,8 @@ def consumer_env(kafka, sandbox) -> Callable[[str], dict[str, str]]:
             "JOBPOST_CONSUMER_COMMIT_INTERVAL_S": "0.2",
             "JOBPOST_CONSUMER_TASK_POLL_INTERVAL_S": "0.5",
             "JOBPOST_CONSUMER_CIRCUIT__PROBE_MAX_WAIT_S": "5",
+            # These tests count every version at the board; test_conflation turns it off.
+            "JOBPOST_CONSUMER_DELIVER_EVERY_VERSION": "true",
         }
 
     return env

@@ -189,7 +189,7 @@ def test_conflation_sends_only_the_newest_queued_version_and_skips_the_others():
         assert h.board.sent("a") == [5] and h.board.sent("b") == [2]
         skipped = [(v, o) for v, o, _ in h.outcomes.timeline("a")]
         assert skipped == [(1, "SKIPPED"), (2, "SKIPPED"), (3, "SKIPPED"), (4, "SKIPPED"), (5, "DELIVERED")]
-        assert h.outcomes.events[0].error == "superseded by v5"
+        assert h.outcomes.events[0].error == "superseded by v5, queued behind it"
 
     scenario(body, conflate=True)
 
@@ -227,13 +227,11 @@ def redrive(version: int) -> Item:
     return Item("a", update("a", version), 0, 9, request=request)
 
 
-def test_a_delete_supersedes_all_but_the_created_version_a_newer_version_only_when_conflating():
+def test_a_delete_supersedes_all_but_the_created_version_a_newer_version_only_a_redrive():
     later_update, later_delete = [item("a", 3)], [item("a", 3, "DELETED")]
-    assert superseded_by(item("a", 2), later_update, conflate=False) is None
-    assert superseded_by(item("a", 2), later_update, conflate=True) == 3
-    assert superseded_by(item("a", 2), later_delete, conflate=False) == 3
-    assert superseded_by(item("a", 0), later_update, conflate=True) is None  # the CREATED version goes
-    assert superseded_by(item("a", 0), later_delete, conflate=False) is None  # a board closes what it created
-    assert superseded_by(item("a", 3, "DELETED"), [], conflate=True) is None
-    assert superseded_by(item("a", 2), [redrive(1)], conflate=True) is None  # a request is no newer version
-    assert superseded_by(redrive(1), [item("a", 2)], conflate=False) == 2
+    assert superseded_by(item("a", 2), later_update) is None  # taken up, it goes (conflation is before)
+    assert superseded_by(item("a", 2), later_delete) == 3
+    assert superseded_by(item("a", 0), later_delete) is None  # a board closes what it created
+    assert superseded_by(item("a", 3, "DELETED"), []) is None
+    assert superseded_by(item("a", 2), [redrive(1)]) is None  # a request is no newer version
+    assert superseded_by(redrive(1), [item("a", 2)]) == 2
