@@ -19,9 +19,11 @@ once the step's news is taken in, and what to ask of it next.
 What the board answers moves the job: a CREATE the board refused leaves nothing held (the
 next, corrected, version is a CREATE again); a CREATE the board says it holds already makes
 the job open (`JobExists`: the same content goes as an UPDATE); an UPDATE of a job it does
-not hold makes it none (`NoJob`: a CREATE next). What the board's status read back says
-(`BoardListing`) moves the job's status: received, live (with its page), closed by the board
-or rejected (with the board's reason), expired.
+not hold makes it none (`NoJob`: a CREATE next); an upsert the board applied as a new job
+(Indeed, after the employer's `sourceName` changed) holds the new id, and the jobs it replaced
+are kept (`replaced_ids`) until an answer says they are expired: every action carries them.
+What the board's status read back says (`BoardListing`) moves the job's status: received, live
+(with its page), closed by the board or rejected (with the board's reason), expired.
 """
 
 from __future__ import annotations
@@ -189,13 +191,14 @@ def action_for(destination: Destination, item: Item, job: BoardJob, terms: JobTe
     assert update is not None
     if update.op == Op.DELETED or not targets(destination, update):
         return _close(item.posting_id, update.employer, job, terms, update)
-    if job.held == JobHeld.OPEN:
-        listed_at = job.listed_at if job.listed_at is not None else update.last_update_time_millis
-        return JobAction(Operation.UPDATE, item.posting_id, update.employer, update, job.job_id, listed_at)
-    # Nothing held, or a closed job: a CREATE (Indeed reopens a job it expired, within its
-    # 30 days with the same id; LinkedIn says whether it holds it), listed from now on.
+    # An open job: an UPDATE, listed since its first listing. Nothing held, or a closed job: a
+    # CREATE (Indeed reopens a job it expired, within its 30 days with the same id; LinkedIn
+    # says whether it holds it), listed from now on.
+    held = job.held == JobHeld.OPEN
+    operation = Operation.UPDATE if held else Operation.CREATE
+    listed_at = job.listed_at if held and job.listed_at is not None else update.last_update_time_millis
     return JobAction(
-        Operation.CREATE, item.posting_id, update.employer, update, job.job_id, update.last_update_time_millis
+        operation, item.posting_id, update.employer, update, job.job_id, listed_at, job.replaced_ids
     )
 
 
@@ -224,7 +227,7 @@ def _close(
     who = employer or (content.employer if content is not None else None)
     if who is None or (content is None and job.job_id is None):
         return None  # a job of a state from before v3, with nothing to close it by
-    return JobAction(Operation.CLOSE, posting_id, who, content, job.job_id, job.listed_at)
+    return JobAction(Operation.CLOSE, posting_id, who, content, job.job_id, job.listed_at, job.replaced_ids)
 
 
 def held_content(job: BoardJob) -> PostingUpdate | None:
@@ -274,6 +277,9 @@ def answered(
         return replace(job, held=JobHeld.OPEN, job_id=outcome.job_id or job.job_id)
     if isinstance(outcome, NoJob):
         return replace(job, held=JobHeld.NONE, job_id=None, url=None)
+    if isinstance(outcome, Rejected | Unsure) and outcome.job_id is not None:
+        # Applied as a new job, the expiry of the one it replaced not done: kept to expire.
+        return _applied(job, action, Delivered(outcome.job_id), now, terms, outcome.unexpired)
     if isinstance(outcome, Rejected):
         return _refused(job, action, outcome, now)
     if not isinstance(outcome, Delivered):
@@ -285,7 +291,7 @@ def answered(
             closed = _status(job, ListingStatus.EXPIRED, EXPIRED_REASON, now)
         else:
             closed = _status(job, ListingStatus.CLOSED, None, now)
-        return replace(closed, held=JobHeld.CLOSED, content=None, next_check_at=None)
+        return replace(closed, held=JobHeld.CLOSED, content=None, next_check_at=None, replaced_ids=())
     if action.operation == Operation.RENEW:
         ends = job.lifetime_ends_at
         renewed = None if ends is None or terms.renewal_ms is None else ends + terms.renewal_ms
@@ -304,14 +310,25 @@ def maybe_held(job: BoardJob, action: JobAction) -> BoardJob:
     return replace(job, held=JobHeld.OPEN, job_id=None, employer=action.employer)
 
 
-def _applied(job: BoardJob, action: JobAction, outcome: Delivered, now: int, terms: JobTerms) -> BoardJob:
-    """A CREATE or UPDATE the board applied: it holds the job open, with this content."""
+def _applied(
+    job: BoardJob,
+    action: JobAction,
+    outcome: Delivered,
+    now: int,
+    terms: JobTerms,
+    unexpired: tuple[str, ...] = (),
+) -> BoardJob:
+    """A CREATE or UPDATE the board applied: it holds the job open, with this content. A job
+    under another id than the one held is a new job (Indeed, after the employer's
+    `sourceName` changed), listed afresh; the jobs it replaced are expired with it, and those
+    whose expiry is not done yet (`unexpired`) are kept, to be expired with the next call."""
     update = action.update
     assert update is not None
-    opened = job.held != JobHeld.OPEN
+    renamed = job.job_id is not None and outcome.job_id is not None and outcome.job_id != job.job_id
+    opened = job.held != JobHeld.OPEN or renamed
     listed_at = action.listed_at if action.listed_at is not None else update.last_update_time_millis
     lifetime = job.lifetime_ends_at
-    if (opened or lifetime is None) and terms.lifetime_ms is not None:
+    if (job.held != JobHeld.OPEN or lifetime is None) and terms.lifetime_ms is not None:
         lifetime = listed_at + terms.lifetime_ms
     status = ListingStatus.LIVE if job.status == ListingStatus.LIVE and not opened else ListingStatus.RECEIVED
     moved = _status(job, status, None, now)
@@ -326,6 +343,7 @@ def _applied(job: BoardJob, action: JobAction, outcome: Delivered, now: int, ter
         next_check_at=now
         + (terms.check_live_ms if status == ListingStatus.LIVE else terms.check_received_ms),
         content=codec.posting_updates().encode(update) if terms.restates else None,
+        replaced_ids=unexpired,
     )
 
 

@@ -40,8 +40,10 @@ class BoardJob:
     """The job a board holds for a posting, as far as its consumer knows (Avro `BoardJob`):
     whether it holds one, the board's id and page for it, its status in the board's terms,
     its first listing date, when the board ends it unless renewed, when the posting expires,
-    when its status is read back next, and (for a board whose RENEW and CLOSE restate the
-    job: LinkedIn) the encoded `PostingUpdate` whose content it holds."""
+    when its status is read back next, (for a board whose RENEW and CLOSE restate the
+    job: LinkedIn) the encoded `PostingUpdate` whose content it holds, and (v4) the board's
+    ids of jobs this one replaced that are still to be expired (Indeed made a new job after
+    the employer's `sourceName` changed)."""
 
     held: JobHeld = JobHeld.NONE
     job_id: str | None = None
@@ -55,6 +57,7 @@ class BoardJob:
     expires_at: int | None = None
     next_check_at: int | None = None
     content: bytes | None = None
+    replaced_ids: tuple[str, ...] = ()
 
     def to_avro(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class BoardJob:
             "expires_at": self.expires_at,
             "next_check_at": self.next_check_at,
             "content": self.content,
+            "replaced_ids": list(self.replaced_ids),
         }
 
     @classmethod
@@ -88,6 +92,7 @@ class BoardJob:
             record["expires_at"],
             record["next_check_at"],
             record["content"],
+            tuple(record["replaced_ids"]),
         )
 
 

@@ -42,8 +42,9 @@ class Operation(StrEnum):
 class JobAction:
     """One element of a call: what to do with the posting's job, the content to state (for a
     CLOSE or RENEW, the content the job holds, where the board wants it restated; None for a
-    close by the job's id alone: Indeed's expiry), the board's id of the job, and the job's
-    first listing date."""
+    close by the job's id alone: Indeed's expiry), the board's id of the job, the job's
+    first listing date, and the ids of jobs it replaced that are still to be expired (with
+    the action, in the same delivery)."""
 
     operation: Operation
     posting_id: str
@@ -51,6 +52,7 @@ class JobAction:
     update: PostingUpdate | None
     job_id: str | None = None
     listed_at: int | None = None  # epoch ms: LinkedIn's listedAt, Indeed's datePublished
+    replaced_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +77,13 @@ class Rejected:
     """The board refused this element's content (a 4xx about it, Indeed's BAD_USER_INPUT, a
     LinkedIn task FAILED, an employer the board has no account for): dead-letter it.
     `job_closed`: the board said why, and it is that the job is closed (LinkedIn updates no
-    closed or expired job)."""
+    closed or expired job). With `job_id`: the board applied the content as a new job of
+    that id, and it is the expiry of the jobs it replaced (`unexpired`) that was refused."""
 
     reason: str
     job_closed: bool = False
+    job_id: str | None = None
+    unexpired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +107,14 @@ class NoJob:
 @dataclass(frozen=True, slots=True)
 class Unsure:
     """What became of this element is unknown (a 5xx or 408 for it, an answer that does not
-    say): try it again, charged to the posting's retry budget."""
+    say): try it again, charged to the posting's retry budget. With `job_id`: the board
+    applied the content as a new job of that id, and it is the expiry of the jobs it replaced
+    (`unexpired`) whose outcome is unknown."""
 
     reason: str
     retry_after_s: float | None = None
+    job_id: str | None = None
+    unexpired: tuple[str, ...] = ()
 
 
 ElementOutcome = Delivered | Submitted | Rejected | Unsure | JobExists | NoJob

@@ -6,7 +6,10 @@ upsert (Indeed's own identity of a job, `jobPostingId` + `sourceName` + the clie
 repeat the same job: no `Idempotency-Key`, which Indeed does not read); a close expires the
 job by the `sourcedPostingId` kept from its upsert, so a job is expired even after its
 employer's `sourceName` changed. Only a job whose id was never kept (a delivery state from
-before v3) is upserted first, in the same call as the batch's other jobs, to learn it. Time
+before v3) is upserted first, in the same call as the batch's other jobs, to learn it. An
+upsert Indeed answers with another id than the one held (the `sourceName` changed: Indeed made
+a new job) expires the held job in the same delivery; a job whose expiry failed is kept in the
+posting's state (`BoardJob.replaced_ids`) and expired with its next call, never left live. Time
 out after 5 s ("initiate a timeout after 5,000 milliseconds").
 
 Jobs per call: Indeed's create limits fall with the batch (1 job: 4,000 calls a minute; 2 to
@@ -85,26 +88,34 @@ class IndeedAdapter:
 
     async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
         """The batch's upserts in one call (a close of a job whose id was never kept among
-        them, to learn it), then its expiries by id in a second call."""
+        them, to learn it), then its expiries by id in a second call: each close's job, and
+        every job an upsert replaced (`_replaced`) that is still live."""
         outcomes, jobs = prepare(actions, lambda action: job_for(action, self.employers.current()))
         expiring = [
-            (i, a.job_id) for i, a in enumerate(actions) if a.operation == Operation.CLOSE and a.job_id
+            (i, sourced_id)
+            for i, a in enumerate(actions)
+            if a.operation == Operation.CLOSE and a.job_id
+            for sourced_id in (a.job_id, *a.replaced_ids)
         ]
         if jobs:
             answer = await self._mutate(UPSERT, {"jobPostings": [job for _, job in jobs]}, token)
             for (index, _), (outcome, sourced_id) in zip(
                 jobs, answers.results(answer, len(jobs), UPSERT_FIELD), strict=True
             ):
-                if actions[index].operation != Operation.CLOSE:
+                action = actions[index]
+                if action.operation != Operation.CLOSE:
                     outcomes[index] = outcome
+                    if sourced_id is not None:
+                        expiring.extend((index, old) for old in _replaced(action, sourced_id))
                 elif sourced_id is None:
                     outcomes[index] = answers.closing(outcome)
                 else:
-                    expiring.append((index, sourced_id))
+                    expiring.extend((index, old) for old in (sourced_id, *action.replaced_ids))
         if expiring:
             expired = await self._expire([sourced_id for _, sourced_id in expiring], token)
-            for (index, _), outcome in zip(expiring, expired, strict=True):
-                outcomes[index] = outcome
+            for index in dict.fromkeys(i for i, _ in expiring):
+                mine = [(sid, o) for (i, sid), o in zip(expiring, expired, strict=True) if i == index]
+                outcomes[index] = answers.after_expiry(actions[index], outcomes[index], mine)
         return settled(outcomes)
 
     async def confirm(self, task_ids: Sequence[str], token: str) -> dict[str, TaskOutcome]:
@@ -147,3 +158,11 @@ class IndeedAdapter:
             timeout_s=self.settings.timeout_s,
             json_body=body,
         )
+
+
+def _replaced(action: JobAction, sourced_id: str) -> tuple[str, ...]:
+    """The jobs an upsert answered `sourced_id` replaced: those the posting's state keeps to
+    expire, and the job it held when Indeed answers another id (the employer's `sourceName`
+    changed, so Indeed made a new job and the held one would stay live for good)."""
+    held = () if action.job_id is None else (action.job_id,)
+    return tuple(old for old in dict.fromkeys((*action.replaced_ids, *held)) if old != sourced_id)

@@ -25,6 +25,8 @@ from consumers.boards.base import (
     CallFailed,
     Delivered,
     ElementOutcome,
+    JobAction,
+    Operation,
     Rejected,
     TokenRefused,
     Unsure,
@@ -98,6 +100,33 @@ def closing(outcome: ElementOutcome) -> ElementOutcome:
     if isinstance(outcome, Unsure):
         return Unsure(f"{why} failed: {outcome.reason}", outcome.retry_after_s)
     return Unsure(f"{why} gave no id")
+
+
+def after_expiry(
+    action: JobAction, outcome: ElementOutcome | None, expired: list[tuple[str, ElementOutcome]]
+) -> ElementOutcome:
+    """A job's outcome once the expiries it called for were answered (`expired`: each
+    sourcedPostingId's, its own job's first). A close is done when every one is expired
+    (`gone`: its own job was gone already). An upsert stays delivered when every job it
+    replaced is expired; otherwise its outcome is the expiry's failure, naming the new job's
+    id and the jobs not expired, which the posting's state keeps until they are."""
+    failed = [(sourced_id, o) for sourced_id, o in expired if not isinstance(o, Delivered)]
+    if action.operation == Operation.CLOSE:
+        return failed[0][1] if failed else expired[0][1]
+    assert isinstance(outcome, Delivered) and outcome.job_id is not None
+    if not failed:
+        return outcome
+    unexpired = tuple(sourced_id for sourced_id, _ in failed)
+    first = failed[0][1]
+    reason = first.reason if isinstance(first, Rejected | Unsure) else repr(first)
+    why = (
+        f"indeed made the version a new job ({outcome.job_id}); expiring the job it replaced "
+        f"({', '.join(unexpired)}) failed: {reason}"
+    )
+    if isinstance(first, Rejected):
+        return Rejected(why, job_id=outcome.job_id, unexpired=unexpired)
+    retry_after_s = first.retry_after_s if isinstance(first, Unsure) else None
+    return Unsure(why, retry_after_s, job_id=outcome.job_id, unexpired=unexpired)
 
 
 def _outcome(

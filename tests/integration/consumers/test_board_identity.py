@@ -65,23 +65,7 @@ def test_a_delete_after_the_employer_changed_its_indeed_source_name_expires_the_
     """Indeed knows a job by client, `sourceName` and `jobPostingId`; once the employer's
     `sourceName` changed, only the `sourcedPostingId` kept from the upsert still names the job.
     An upsert to learn it would make a second job under the new name and leave the first live."""
-    registry = tmp_path / "employers.json"
-    registry.write_text(employers_document())
-    start_consumer("indeed", JOBPOST_CONSUMER_INDEED__EMPLOYERS_FILE=str(registry))
-    versions.write(["renamed"])
-    (job,) = wait_until(lambda: live_jobs(sandbox, "renamed"), 60, "the job live at Indeed", 0.2)
-
-    document = json.loads(employers_document())
-    document["employers"]["default"]["indeed"]["source_name"] = RENAMED
-    registry.write_text(json.dumps(document))
-
-    # The consumer reads the registry again (within a second of the change): a posting written
-    # since goes to Indeed under the new name, a new job there.
-    def witness_renamed() -> bool:
-        versions.write(["witness"])
-        return any(j["source_name"] == RENAMED for j in live_jobs(sandbox, "witness"))
-
-    wait_until(witness_renamed, 30, "a posting listed under the new sourceName", 0.5)
+    job = listed_then_renamed(sandbox, start_consumer, versions, tmp_path, "renamed")
 
     versions.write(["renamed"], Op.DELETED)
     wait_until(lambda: not live_jobs(sandbox, "renamed"), 30, "no live Indeed job left for the posting", 0.2)
@@ -95,7 +79,62 @@ def test_a_delete_after_the_employer_changed_its_indeed_source_name_expires_the_
     assert state.job.job_id == job["id"]
 
 
+def test_an_update_after_the_employer_changed_its_indeed_source_name_expires_the_job_it_replaced(
+    sandbox, start_consumer, versions, kafka, tmp_path
+):
+    """An update upserted under the new `sourceName` is a new job at Indeed, with a new
+    `sourcedPostingId`: the job it replaces is expired by its kept id in the same delivery, so
+    one job is live for the posting (the new one, with the newest content); a delete then
+    expires that one, and none is live."""
+    first = listed_then_renamed(sandbox, start_consumer, versions, tmp_path, "moved")
+
+    versions.write(["moved"])  # v1, upserted under the new name
+
+    def replaced() -> list[dict] | None:
+        held = {j["id"]: j for j in sandbox.jobs("indeed") if j["posting_id"] == "moved"}
+        live = live_jobs(sandbox, "moved")
+        return live if held[first["id"]]["status"] == "closed" and len(live) == 1 else None
+
+    (new,) = wait_until(replaced, 30, "the first job expired, one live job for the posting", 0.2)
+    assert (new["source_name"], new["title"]) == (RENAMED, "Role moved v1")
+    assert new["id"] != first["id"]
+    assert [s["operation"] for s in sandbox.posting("indeed", "moved")["log"]] == [
+        "UPSERT",
+        "UPSERT",
+        "EXPIRE",
+    ]
+    (state, *_) = reversed(state_history(kafka, "indeed")["moved"])
+    assert state.job is not None and (state.job.job_id, state.job.replaced_ids) == (new["id"], ())
+
+    versions.write(["moved"], Op.DELETED)
+    wait_until(lambda: not live_jobs(sandbox, "moved"), 30, "no live Indeed job left for the posting", 0.2)
+    held = [(j["id"], j["status"]) for j in sandbox.jobs("indeed") if j["posting_id"] == "moved"]
+    assert sorted(held) == sorted([(first["id"], "closed"), (new["id"], "closed")])
+
+
 RENAMED = "Renamed Employer Ltd"
+
+
+def listed_then_renamed(sandbox, start_consumer, versions, tmp_path, posting_id: str) -> dict:
+    """The posting's job live at Indeed (returned), then the default employer's Indeed
+    `sourceName` changed in the registry file, once the consumer has read it again (within a
+    second of the change): a posting written since goes to Indeed under the new name, a new
+    job there."""
+    registry = tmp_path / "employers.json"
+    registry.write_text(employers_document())
+    start_consumer("indeed", JOBPOST_CONSUMER_INDEED__EMPLOYERS_FILE=str(registry))
+    versions.write([posting_id])
+    (job,) = wait_until(lambda: live_jobs(sandbox, posting_id), 60, "the job live at Indeed", 0.2)
+    document = json.loads(employers_document())
+    document["employers"]["default"]["indeed"]["source_name"] = RENAMED
+    registry.write_text(json.dumps(document))
+
+    def witness_renamed() -> bool:
+        versions.write(["witness"])
+        return any(j["source_name"] == RENAMED for j in live_jobs(sandbox, "witness"))
+
+    wait_until(witness_renamed, 30, "a posting listed under the new sourceName", 0.5)
+    return job
 
 
 def live_jobs(sandbox, posting_id: str) -> list[dict]:

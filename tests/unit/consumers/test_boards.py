@@ -4,6 +4,7 @@ aiohttp server that answers as told (no Kafka, milliseconds)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from urllib.parse import urlencode
 
 import aiohttp
@@ -545,6 +546,50 @@ def test_an_indeed_expire_call_that_fails_leaves_the_upserts_delivered_and_the_c
     outcomes, _ = send("indeed", handler, [update("p1"), update("p2", 4, Op.DELETED)])
     assert outcomes[0] == Delivered("s1")
     assert isinstance(outcomes[1], Unsure) and "the expire call" in outcomes[1].reason
+
+
+EXPIRED_ONE = {
+    "data": {"jobsIngest": {"expireSourcedJobsBySourcedPostingId": {"results": [{"trackingKey": "k"}]}}}
+}
+
+
+def test_an_indeed_upsert_that_makes_a_new_job_expires_the_one_held_in_the_same_delivery():
+    # The employer's sourceName changed: Indeed makes the update a new job, with a new id.
+    renamed = action(update("p1", 3), job_id="s-old")
+    outcomes, seen = send("indeed", answering(upserted("s-new"), EXPIRED_ONE), [renamed])
+    assert outcomes == [Delivered("s-new")]
+    _, expire = seen
+    assert expire.json()["variables"]["input"] == {"jobs": [{"sourcedPostingId": "s-old"}]}
+    same = dataclasses.replace(renamed, job_id="s-new")
+    outcomes, seen = send("indeed", answering(upserted("s-new")), [same])
+    assert outcomes == [Delivered("s-new")] and len(seen) == 1  # the same job: nothing to expire
+
+
+def test_an_indeed_replaced_job_whose_expiry_fails_is_named_with_the_new_id_and_kept_jobs_go_later():
+    async def handler(request: web.Request) -> web.Response:
+        if "expireSourcedJobsBySourcedPostingId" in (await request.json())["query"]:
+            return web.json_response({"errors": [error("INTERNAL_SERVER_ERROR")]}, status=503)
+        return web.json_response(upserted("s-new"))
+
+    renamed = action(update("p1", 3), job_id="s-old")
+    (outcome,), _ = send("indeed", handler, [renamed])
+    assert isinstance(outcome, Unsure) and "the expire call" in outcome.reason
+    assert (outcome.job_id, outcome.unexpired) == ("s-new", ("s-old",))
+    # Kept in the state: the next upsert, and a close, expire it with their own.
+    kept = dataclasses.replace(renamed, job_id="s-new", replaced_ids=("s-old",))
+    close = JobAction(Operation.CLOSE, "p2", "default", None, "s2", replaced_ids=("s2-old",))
+    both = {
+        "data": {
+            "jobsIngest": {"expireSourcedJobsBySourcedPostingId": {"results": [{"trackingKey": "k"}] * 3}}
+        }
+    }
+    outcomes, seen = send("indeed", answering(upserted("s-new"), both), [kept, close])
+    assert outcomes == [Delivered("s-new"), Delivered()]
+    assert seen[1].json()["variables"]["input"]["jobs"] == [
+        {"sourcedPostingId": "s2"},
+        {"sourcedPostingId": "s2-old"},
+        {"sourcedPostingId": "s-old"},
+    ]
 
 
 def test_indeed_job_post_statuses_are_read_by_sourced_posting_id():

@@ -11,6 +11,7 @@ import dataclasses
 from consumers.boards.base import (
     BoardListing,
     Delivered,
+    Operation,
     Rejected,
     TaskFailure,
     TaskOutcome,
@@ -19,7 +20,7 @@ from consumers.boards.base import (
 )
 from consumers.items import Item
 from consumers.job_rules import JobTerms
-from schemas.deliveries import DeliveryState
+from schemas.deliveries import BoardJob, DeliveryState
 from schemas.enums import DeliveryStatus, JobHeld, ListingStatus
 from schemas.model import Destination, Op, PostingUpdate
 from tests import postings
@@ -266,3 +267,44 @@ def test_status_news_of_a_job_the_lane_no_longer_holds_open_changes_nothing():
         assert Delivered  # the close was delivered
 
     scenario(body, terms=JobTerms(check_received_ms=1_000))
+
+
+def test_a_job_replaced_by_a_new_one_is_kept_to_expire_until_its_expiry_is_done():
+    """Indeed made the update a new job (the employer's sourceName changed) and expiring the
+    job it held failed: the new job is held, the replaced one kept in the state; the retry,
+    and a delete behind it, expire it by its id, and only then is it forgotten."""
+    not_yet = Unsure("the expire call: 503", job_id="s2", unexpired=("s1",))
+
+    async def body(h: Harness):
+        h.board.elements[("a", 0)] = [Delivered("s1")]
+        h.board.elements[("a", 1)] = [not_yet, not_yet]
+        h.add(version("a", 0), version("a", 1))
+        await h.clock.run(lambda: h.board.sent("a") == [0, 1], 10_000)
+        await h.clock.run(lambda: h.state("a").status == DeliveryStatus.RETRYING, 10_000)
+        job = h.state("a").job
+        assert job is not None and (job.job_id, job.replaced_ids) == ("s2", ("s1",))
+        assert (job.status, job.url) == (ListingStatus.RECEIVED, None)  # a new job, not yet live
+        h.add(version("a", 2, Op.DELETED))
+        await h.settle(3, limit_ms=60_000)
+        close = h.board.actions[-1]
+        assert (close.operation, close.job_id, close.replaced_ids) == (Operation.CLOSE, "s2", ("s1",))
+        closed = h.state("a").job
+        assert closed is not None and (closed.held, closed.replaced_ids) == (JobHeld.CLOSED, ())
+
+    scenario(body)
+
+
+def test_a_job_kept_to_expire_goes_with_the_next_version_and_is_forgotten_once_expired():
+    async def body(h: Harness):
+        # A restarted consumer's state: the new job held, the one it replaced not yet expired.
+        job = BoardJob(JobHeld.OPEN, "s2", status=ListingStatus.RECEIVED, replaced_ids=("s1",))
+        h.outcomes.latest["a"] = DeliveryState(Destination.INDEED, "a", DeliveryStatus.FAILED, 1, job=job)
+        h.board.elements[("a", 2)] = [Delivered("s2")]
+        h.add(version("a", 2))
+        await h.settle(1)
+        (update,) = h.board.actions
+        assert (update.operation, update.job_id, update.replaced_ids) == (Operation.UPDATE, "s2", ("s1",))
+        after = h.state("a").job
+        assert after is not None and (after.job_id, after.replaced_ids) == ("s2", ())
+
+    scenario(body)

@@ -212,3 +212,15 @@ def test_a_delivery_state_from_before_v3_reads_with_what_the_board_holds_derived
     assert delivered.job is None and delivered.held == JobHeld.OPEN  # its id unknown
     assert read(status="CLOSED", delivered_version=3).held == JobHeld.CLOSED
     assert read(status="FAILED", delivered_version=None).held == JobHeld.NONE
+
+
+def test_a_delivery_state_from_v3_reads_with_no_replaced_jobs_to_expire():
+    old = AvroCodec(load_schema("delivery_state.v3.avsc"))
+    job = BoardJob(JobHeld.OPEN, "s1", status=ListingStatus.LIVE)
+    fields = {**SAMPLES[5].to_avro(), "destination": "indeed", "job": job.to_avro()}
+    del fields["job"]["replaced_ids"]
+    current = typed(DeliveryState)
+    state = current.decode(old.encode(fields))
+    assert state.job == job and state.job.replaced_ids == ()
+    kept = dataclasses.replace(job, replaced_ids=("s0",))
+    assert current.decode(current.encode(dataclasses.replace(state, job=kept))).job == kept
