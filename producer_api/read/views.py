@@ -158,7 +158,7 @@ class DeliveryEventsView(LogView):
 
 def _history(key: bytes, update: PostingUpdate) -> list[Put]:
     """The version's line in the posting's history, and the oldest line dropped."""
-    # A DELETED record carries the text it deletes (for the boards); the line keeps none.
+    # A DELETED record carries no text (records before the erasure did); the line keeps none.
     title = "" if update.op == Op.DELETED else update.posting.title
     line = {"op": update.op.value, "at": update.last_update_time_millis, "title": title}
     puts: list[Put] = [(key + _HISTORY + _VERSION.pack(update.version), json.dumps(line).encode())]

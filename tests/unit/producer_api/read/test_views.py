@@ -51,7 +51,7 @@ def test_a_deleted_posting_keeps_no_title_in_its_versions_and_only_its_employer(
     follow(view, store, partition, [codec.posting_updates().encode(u) for u in live])
     assert view.versions("p1")[-1].title == "T59"
 
-    # The DELETED record carries the text it deletes (for the boards); then the tombstone.
+    # A DELETED record of a release before erasure carried the text; then the tombstone.
     follow(view, store, partition, [codec.posting_updates().encode(update(60, Op.DELETED)), None])
     lines = view.versions("p1")
 
