@@ -21,6 +21,7 @@ from runtime import records
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
+from schemas.enums import JobHeld
 from schemas.events import DeliveryEvent
 from schemas.model import DeliveryState, Destination, Op, PostingUpdate
 from schemas.topics import Topics
@@ -72,6 +73,12 @@ class PostingsView(LogView):
 
     def apply(self, message: Message) -> list[Put]:
         posting_id, update = records.posting_update(message)
+        puts = self._changes(message, posting_id, update)
+        if update is None or update.op == Op.DELETED:  # the text it held goes from disk too
+            self.erase(coordinates(message)[1], (key for key, _ in puts))
+        return puts
+
+    def _changes(self, message: Message, posting_id: str, update: PostingUpdate | None) -> list[Put]:
         key = posting_id.encode()
         value = self._current(coordinates(message)[1], key)
         if update is not None:
@@ -125,7 +132,10 @@ class DeliveriesView(LogView):
 
     def apply(self, message: Message) -> list[Put]:
         destination, posting_id, state = records.delivery_state(message)
-        return [(posting_id.encode() + _at(destination), None if state is None else message.value())]
+        key = posting_id.encode() + _at(destination)
+        if state is None or state.held == JobHeld.CLOSED:
+            self.erase(coordinates(message)[1], [key])  # the content a board restated goes from disk
+        return [(key, None if state is None else message.value())]
 
 
 class DeliveryEventsView(LogView):
