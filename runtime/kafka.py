@@ -126,6 +126,7 @@ class KafkaSettings(Settings):
             "JOBPOST_KAFKA_REPLICATION_FACTOR": str(self.replication_factor),
             "JOBPOST_KAFKA_MIN_INSYNC_REPLICAS": str(self.min_insync_replicas),
             "JOBPOST_KAFKA_START_TIMEOUT_S": str(self.start_timeout_s),
+            "JOBPOST_KAFKA_ERASURE_DAY_MS": str(self.erasure_day_ms),
         }
         for field, variable in (("sasl_mechanism", "SASL_MECHANISM"), ("sasl_username", "SASL_USERNAME")):
             if getattr(self, field):
