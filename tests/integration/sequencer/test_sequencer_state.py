@@ -120,7 +120,7 @@ def test_a_log_written_before_the_changelog_existed_is_derived_once(kafka, topic
         assert restored_records(fresh) >= 1
         fresh.client.replace(posting_id, title="After", expect=410)
     titles = [v.posting.title for k, _, v in read_postings(kafka, topics.postings) if k == posting_id and v]
-    assert titles == ["Title 0", "Title 1", "Title 2", "Title 2"]
+    assert titles == ["Title 0", "Title 1", "Title 2", ""]  # the DELETED version carries no text
 
 
 def test_a_broken_store_is_rebuilt_never_served(kafka, topics, elasticsearch_url, tmp_path):
