@@ -14,15 +14,16 @@ A store is rebuilt from Kafka (wiped, checkpoint 0), never served, when it
 
 Erasure: a value overwritten or deleted stays in RocksDB's files (its log, its tables) until
 compaction rewrites them. A write that forgets a deleted posting's text names the keys it
-erases, and the files holding them are compacted before the write returns, so the text is
-gone from disk then, and from any snapshot taken after it (`checkpoint_to`). A restore,
-which may write a text and its forgetting in different batches, compacts once at its end
-(where what it folds can forget a text: `Stores.restore(erases=True)`).
+erases; the files holding them are compacted within `JOBPOST_STATE_ERASE_AFTER_S` (one
+compaction for every key erased meanwhile: a compaction costs ~0.2 s on a 35 MB store, too
+much for every close on a consumer's event loop), and before a snapshot is taken
+(`checkpoint_to`) or the store is closed. A restore, which may write a text and its
+forgetting in different batches, compacts once at its end (where what it folds can forget a
+text: `Stores.restore(erases=True)`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import logging
@@ -93,6 +94,12 @@ class StateSettings(Settings):
         description="a store not written for this long is rebuilt (tombstone retention)",
     )
     batch_records: int = Field(default=5000, ge=1, description="records per write while restoring")
+    erase_after_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="a deleted posting's text is compacted out of a store's files at most this long"
+        " after the write that forgot it (0: at once, by that write)",
+    )
 
 
 def source_identity(kafka: KafkaSettings, topic: str) -> str:
@@ -143,14 +150,20 @@ class StateLocked(Exception):
 
 
 class PartitionStore:
-    def __init__(self, path: Path, identity: str, max_age_s: float = _WEEK_S) -> None:
+    def __init__(
+        self, path: Path, identity: str, max_age_s: float = _WEEK_S, erase_after_s: float = 0.0
+    ) -> None:
         self.path = path
         self.identity = identity
         self.max_age_s = max_age_s
+        self.erase_after_s = erase_after_s
         self.checkpoint = 0  # the next offset of the source partition to read
         self.rebuilt: str | None = None  # why the state on disk was thrown away, if it was
         self._db = self._open()
-        self._erasing = threading.Lock()  # a snapshot waits for an erasing write's compaction
+        self._erasing = threading.Lock()  # the keys to erase, their timer, and the compaction
+        self._to_erase: set[bytes] = set()
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
     def _open(self) -> Rdict:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,15 +231,36 @@ class PartitionStore:
             self.checkpoint = checkpoint
         meta = {"identity": self.identity, "checkpoint": self.checkpoint, "written_at": time.time()}
         batch.put(_META, json.dumps(meta).encode())
-        keys = sorted(_DATA + key for key in erased)
-        with self._erasing if keys else contextlib.nullcontext():
-            self._db.write(batch)
-            if keys:
-                self._compact(keys[0], keys[-1])
+        self._db.write(batch)
+        keys = {_DATA + key for key in erased}
+        if not keys:
+            return
+        with self._erasing:
+            self._to_erase |= keys
+            if self.erase_after_s == 0:
+                self._erase()
+            elif self._timer is None:
+                self._timer = threading.Timer(self.erase_after_s, self.erase_now)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def erase_now(self) -> None:
+        """Compact away what the writes since the last compaction erased."""
+        with self._erasing:
+            self._erase()
+
+    def _erase(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        keys, self._to_erase = sorted(self._to_erase), set()
+        if keys and not self._closed:
+            self._compact(keys[0], keys[-1])
 
     def compact(self) -> None:
         """Rewrite every file, so nothing overwritten or deleted stays on disk."""
         with self._erasing:
+            self._to_erase = set()
             self._compact(None, None)
 
     def _compact(self, first: bytes | None, last: bytes | None) -> None:
@@ -247,12 +281,16 @@ class PartitionStore:
 
     def checkpoint_to(self, path: Path) -> None:
         """A consistent copy of the store at `path` (hard links where it can), taken while
-        it goes on being written (runtime.snapshots); never in the middle of an erasing
-        write, so it holds nothing a write before it erased."""
+        it goes on being written (runtime.snapshots), once what a write before it erased is
+        compacted away: it holds none of it."""
         with self._erasing:
+            self._erase()
             Checkpoint(self._db).create_checkpoint(str(path))
 
     def close(self) -> None:
+        with self._erasing:
+            self._erase()
+            self._closed = True
         self._db.close()
 
 
@@ -324,7 +362,9 @@ class Stores:
         """The partition's store, opened (and checked) if it is not yet."""
         store = self.open.get(partition)
         if store is None:
-            store = PartitionStore(self.path(partition), self.identity, self.settings.max_age_s)
+            store = PartitionStore(
+                self.path(partition), self.identity, self.settings.max_age_s, self.settings.erase_after_s
+            )
             self.open[partition] = store
         return store
 
