@@ -101,9 +101,13 @@ class StoredStates:
         if store is None or offset < store.checkpoint:
             return  # the partition is gone (its next owner restores it), or restored past it
         oldest = _oldest_letter(state)
+        key = state.posting_id.encode()
         store.write(
-            [(state.posting_id.encode(), raw), _index(state.posting_id, oldest), _open(state)],
+            [(key, raw), _index(state.posting_id, oldest), _open(state)],
             checkpoint=offset + 1,
+            erased=[key]
+            if state.held == JobHeld.CLOSED
+            else [],  # the content a board restated goes from disk
         )
         letters = self.letters.setdefault(partition, {})
         if oldest is None:
@@ -116,7 +120,7 @@ class StoredStates:
         """Bring the partition's store up to the end of the log (blocking: a worker thread's
         job) and read its indexes: unresolved letters, open jobs. It serves nothing until
         `opened`."""
-        store = self.stores.restore(partition, self._fold)
+        store = self.stores.restore(partition, self._fold, erases=True)
         return store, unresolved_in(store), open_jobs_in(store)
 
     def opened(

@@ -2,7 +2,7 @@
 opens once its delivery states are restored, and each record of `jobpost.postings` or of the
 board's redrive requests (`jobpost.<board>.redrive`, co-partitioned) goes to its posting's
 lane, which says when it is finished. A redrive request joins it only once the dead letter it
-names is found to hold what it carries (`consumers.letter_check`).
+names is read, with the version it holds (`consumers.letter_check`).
 
 Retry progress lives in `jobpost.deliveries` and, as a cache of it, in a local store per
 partition (`consumers.delivery_states`), restored on a worker thread when a partition is assigned,
@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from confluent_kafka import KafkaException, Message, Producer
 
@@ -25,7 +26,7 @@ from consumers.delivery_states import StoredStates
 from consumers.destination.shared import SharedDestination
 from consumers.items import Item, posting_item, request_item
 from consumers.lanes import LaneScheduler
-from consumers.letter_check import LetterReader, refusal, refuse
+from consumers.letter_check import LetterReader, Refused, refuse, the_version
 from schemas.model import Destination
 from schemas.topics import Topics
 
@@ -83,14 +84,15 @@ class BoardIntake:
             letter = await loop.run_in_executor(
                 self.letter_thread, self.letters.at, request.letter_partition, request.letter_offset
             )
+            update = the_version(request, letter)
         except (TimeoutError, KafkaException) as exc:
-            why: str | None = f"its dead letter could not be read ({exc}); ask again"
+            why = f"its dead letter could not be read ({exc}); ask again"
+        except Refused as refused:
+            why = str(refused)
         else:
-            why = refusal(request, letter)
-        if why is not None:
-            refuse(self.producer, self.topics, self.name, request, item.partition, why)
+            await self.lanes.add(replace(item, update=update))
             return
-        await self.lanes.add(item)
+        refuse(self.producer, self.topics, self.name, request, item.partition, why)
 
     def shut(self) -> None:
         """Stop reading letters (after the consume loop ended)."""

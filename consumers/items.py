@@ -76,23 +76,20 @@ def posting_item(message: Message) -> Item:
 
 
 def request_item(message: Message) -> Item:
-    """A redrive request as a lane item; PoisonRecord when it cannot be read, or when the
-    version it carries is not the posting and version it names."""
+    """A redrive request as a lane item, without its version yet: that is read from the dead
+    letter the request names (`consumers.letter_check`). PoisonRecord when it cannot be read,
+    or when it names another posting than its key."""
     posting_id = records.text_key(message)
     value = message.value()
     if value is None:
         raise records.PoisonRecord("a redrive request without a value")
     try:
         request = codec.redrive_requests().decode(value)
-        update = codec.posting_updates().decode(request.update)
     except SerializationError as exc:
         raise records.PoisonRecord(str(exc)) from exc
-    if (request.posting_id, update.posting_id, update.version) != (posting_id, posting_id, request.version):
-        raise records.PoisonRecord(
-            f"the request for {request.posting_id!r} v{request.version} carries {update.posting_id!r} "
-            f"v{update.version} under key {posting_id!r}"
-        )
+    if request.posting_id != posting_id:
+        raise records.PoisonRecord(f"the request for {request.posting_id!r} under key {posting_id!r}")
     _, partition, offset = coordinates(message)
     return Item(
-        posting_id, update, partition, offset, message, request=request, timestamp_ms=message.timestamp()[1]
+        posting_id, None, partition, offset, message, request=request, timestamp_ms=message.timestamp()[1]
     )

@@ -1,11 +1,13 @@
 """A redrive request is taken only for what the dead letter it names holds.
 
-Whoever can write `jobpost.<board>.redrive` could otherwise hand the board's consumer any
-posting to deliver, embedded in a request. So before a request joins its posting's lane,
-the consumer reads the record at the request's place in the board's dead-letter topic
-(`letter_partition`, `letter_offset`) and compares: the letter must be there, be that
-posting's, and hold exactly the bytes the request carries. A request that does not match
-is refused: its outcome is a SKIPPED delivery event saying why (so `jobpost dlq redrive`
+A request carries a reference, not the posting: where its letter lies in the board's
+dead-letter topic (`letter_partition`, `letter_offset`) and the version it names, so no
+redrive request keeps a posting's text (erasure). Before a request joins its posting's
+lane, the consumer reads the record at that place and takes the version from it: the
+letter must be there, be that posting's and hold the version the request names. A request
+of an older release carries the letter's bytes as well (`update`): those must be exactly
+the letter's, so a request cannot hand the consumer a posting nobody accepted. A request
+that does not match is refused: its outcome is a SKIPPED delivery event saying why (so `jobpost dlq redrive`
 and the API's operations panel see it) and an audit record `ops.redrive_refused` naming
 who asked; it is never attempted.
 
@@ -24,9 +26,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from runtime.deliveries import event_record, publish
 from schemas import codec
 from schemas.audit import AuditAction, AuditEvent
+from schemas.codec import SerializationError
 from schemas.enums import DeliveryOutcome
 from schemas.events import DeliveryEvent
-from schemas.model import Destination
+from schemas.model import Destination, PostingUpdate
 from schemas.redrive import RedriveRequest
 from schemas.topics import Topics
 
@@ -44,16 +47,28 @@ class Letter:
     value: bytes | None
 
 
-def refusal(request: RedriveRequest, letter: Letter | None) -> str | None:
-    """Why the request cannot be taken (None: it names its letter truly)."""
+class Refused(Exception):
+    """The request does not name its letter truly; the message says why."""
+
+
+def the_version(request: RedriveRequest, letter: Letter | None) -> PostingUpdate:
+    """The version the request is to attempt: the one its dead letter holds (Refused when
+    the letter is not there, not the posting's, not the version named, or not what an
+    older request carries)."""
     where = f"{request.letter_partition}@{request.letter_offset}"
     if letter is None or letter.value is None:
-        return f"no dead letter at {where}"
+        raise Refused(f"no dead letter at {where}")
     if letter.key is None or letter.key.decode("utf-8", errors="replace") != request.posting_id:
-        return f"the dead letter at {where} is not posting {request.posting_id!r}'s"
-    if letter.value != request.update:
-        return f"the request carries a version other than the dead letter at {where} holds"
-    return None
+        raise Refused(f"the dead letter at {where} is not posting {request.posting_id!r}'s")
+    if request.update and letter.value != request.update:
+        raise Refused(f"the request carries a version other than the dead letter at {where} holds")
+    try:
+        update = codec.posting_updates().decode(letter.value)
+    except SerializationError as exc:
+        raise Refused(f"the dead letter at {where} holds no readable version ({exc})") from exc
+    if (update.posting_id, update.version) != (request.posting_id, request.version):
+        raise Refused(f"the dead letter at {where} holds version {update.version}, not {request.version}")
+    return update
 
 
 class LetterReader:

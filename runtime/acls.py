@@ -150,7 +150,7 @@ def roles(topics: Topics, registry: RegistryStorage | None = None) -> dict[Role,
         Role.SEQUENCER: (
             start_check,
             _topic(topics.commands, R, why="the commands it sequences"),
-            _topic(topics.postings, R, W, why="writes each new version; reads texts and restores"),
+            _topic(topics.postings, R, W, why="writes each new version; derives its state from it"),
             _topic(topics.replies, W, why="answers each command"),
             _topic(topics.sequencer_state, R, W, why="its changelog, written and restored"),
             _topic(topics.dlq(Component.SEQUENCER), W, why="a command it cannot read"),

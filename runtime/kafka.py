@@ -19,6 +19,7 @@ from pydantic_settings import SettingsConfigDict
 
 from runtime import kafka_properties
 from runtime.settings_file import Settings
+from schemas.topics import DAY_MS
 
 
 class KafkaSettings(Settings):
@@ -64,6 +65,10 @@ class KafkaSettings(Settings):
     min_insync_replicas: int = Field(default=2, ge=1)
     """min.insync.replicas of the topics (at least); the local stack says 1"""
     start_timeout_s: float = Field(default=30.0, gt=0, description="the connection check at start")
+    erasure_day_ms: int = Field(default=DAY_MS, ge=1000)
+    """the day in which the topic times that bound erasure are counted (a deleted posting's
+    text is gone from every topic within 31 of them); tests shorten it, a deployment keeps
+    86400000"""
 
     @model_validator(mode="after")
     def _pass_through(self) -> KafkaSettings:
@@ -121,6 +126,7 @@ class KafkaSettings(Settings):
             "JOBPOST_KAFKA_REPLICATION_FACTOR": str(self.replication_factor),
             "JOBPOST_KAFKA_MIN_INSYNC_REPLICAS": str(self.min_insync_replicas),
             "JOBPOST_KAFKA_START_TIMEOUT_S": str(self.start_timeout_s),
+            "JOBPOST_KAFKA_ERASURE_DAY_MS": str(self.erasure_day_ms),
         }
         for field, variable in (("sasl_mechanism", "SASL_MECHANISM"), ("sasl_username", "SASL_USERNAME")):
             if getattr(self, field):

@@ -61,7 +61,7 @@ def requests_for(letters: Iterable[DeadLetter], requested_by: str, partitions: i
             request_id=uuid.uuid4().hex,
             posting_id=update.posting_id,
             version=update.version,
-            update=value,
+            update=b"",  # a reference, not the text: the consumer reads the letter it names
             letter_partition=letter.partition,
             letter_offset=letter.offset,
             requested_by=requested_by,

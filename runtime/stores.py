@@ -11,6 +11,15 @@ A store is rebuilt from Kafka (wiped, checkpoint 0), never served, when it
 - is ahead of the log (checkpoint past the partition's end) or behind its start,
 - is older than the topic's tombstone retention: a tombstone it missed may be gone from
   the log, so what it holds for that key could never be corrected.
+
+Erasure: a value overwritten or deleted stays in RocksDB's files (its log, its tables) until
+compaction rewrites them. A write that forgets a deleted posting's text names the keys it
+erases; the files holding them are compacted within `JOBPOST_STATE_ERASE_AFTER_S` (one
+compaction for every key erased meanwhile: a compaction costs ~0.2 s on a 35 MB store, too
+much for every close on a consumer's event loop), and before a snapshot is taken
+(`checkpoint_to`) or the store is closed. A restore, which may write a text and its
+forgetting in different batches, compacts once at its end (where what it folds can forget a
+text: `Stores.restore(erases=True)`).
 """
 
 from __future__ import annotations
@@ -30,7 +39,17 @@ from confluent_kafka import Message, TopicCollection, TopicPartition
 from prometheus_client import Counter, Gauge
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
-from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteBufferManager
+from rocksdict import (
+    BlockBasedOptions,
+    BottommostLevelCompaction,
+    Cache,
+    Checkpoint,
+    CompactOptions,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteBufferManager,
+)
 
 from runtime.kafka import KafkaSettings, coordinates
 from runtime.kafka_clients import KafkaClients
@@ -54,6 +73,10 @@ REBUILDS = Counter(
     "jobpost_state_rebuilds_total", "Local stores thrown away and rebuilt, by reason", ["reason"]
 )
 RESTORED = Counter("jobpost_state_restored_records_total", "Records read to restore local state", ["store"])
+ERASING_COMPACTIONS = Counter(
+    "jobpost_state_erasing_compactions_total",
+    "Local store compactions run so that what a write erased is gone from disk",
+)
 RESTORING = Gauge(
     "jobpost_state_restoring_partitions", "Partitions whose local state is being restored", ["store"]
 )
@@ -71,6 +94,12 @@ class StateSettings(Settings):
         description="a store not written for this long is rebuilt (tombstone retention)",
     )
     batch_records: int = Field(default=5000, ge=1, description="records per write while restoring")
+    erase_after_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="a deleted posting's text is compacted out of a store's files at most this long"
+        " after the write that forgot it (0: at once, by that write)",
+    )
 
 
 def source_identity(kafka: KafkaSettings, topic: str) -> str:
@@ -121,13 +150,20 @@ class StateLocked(Exception):
 
 
 class PartitionStore:
-    def __init__(self, path: Path, identity: str, max_age_s: float = _WEEK_S) -> None:
+    def __init__(
+        self, path: Path, identity: str, max_age_s: float = _WEEK_S, erase_after_s: float = 0.0
+    ) -> None:
         self.path = path
         self.identity = identity
         self.max_age_s = max_age_s
+        self.erase_after_s = erase_after_s
         self.checkpoint = 0  # the next offset of the source partition to read
         self.rebuilt: str | None = None  # why the state on disk was thrown away, if it was
         self._db = self._open()
+        self._erasing = threading.Lock()  # the keys to erase, their timer, and the compaction
+        self._to_erase: set[bytes] = set()
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
     def _open(self) -> Rdict:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,8 +217,10 @@ class PartitionStore:
         value: bytes | None = self._db.get(_DATA + key)
         return value
 
-    def write(self, puts: Iterable[Put], checkpoint: int | None = None) -> None:
-        """Apply the puts and (when given) move the checkpoint, atomically."""
+    def write(self, puts: Iterable[Put], checkpoint: int | None = None, erased: Iterable[bytes] = ()) -> None:
+        """Apply the puts and (when given) move the checkpoint, atomically. `erased`: keys
+        whose former values must be gone from disk when this returns (a deleted posting's
+        text), not only hidden."""
         batch = WriteBatch(raw_mode=True)
         for key, value in puts:
             if value is None:
@@ -194,6 +232,44 @@ class PartitionStore:
         meta = {"identity": self.identity, "checkpoint": self.checkpoint, "written_at": time.time()}
         batch.put(_META, json.dumps(meta).encode())
         self._db.write(batch)
+        keys = {_DATA + key for key in erased}
+        if not keys:
+            return
+        with self._erasing:
+            self._to_erase |= keys
+            if self.erase_after_s == 0:
+                self._erase()
+            elif self._timer is None:
+                self._timer = threading.Timer(self.erase_after_s, self.erase_now)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def erase_now(self) -> None:
+        """Compact away what the writes since the last compaction erased."""
+        with self._erasing:
+            self._erase()
+
+    def _erase(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        keys, self._to_erase = sorted(self._to_erase), set()
+        if keys and not self._closed:
+            self._compact(keys[0], keys[-1])
+
+    def compact(self) -> None:
+        """Rewrite every file, so nothing overwritten or deleted stays on disk."""
+        with self._erasing:
+            self._to_erase = set()
+            self._compact(None, None)
+
+    def _compact(self, first: bytes | None, last: bytes | None) -> None:
+        # Flushes the memtable (its log goes) and rewrites every level down to the last
+        # one that holds the range, where an older value would otherwise stay.
+        options = CompactOptions()
+        options.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+        self._db.compact_range(first, last, options)
+        ERASING_COMPACTIONS.inc()
 
     def items(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
         """Every data entry whose key starts with `prefix`, in key order."""
@@ -205,10 +281,16 @@ class PartitionStore:
 
     def checkpoint_to(self, path: Path) -> None:
         """A consistent copy of the store at `path` (hard links where it can), taken while
-        it goes on being written (runtime.snapshots)."""
-        Checkpoint(self._db).create_checkpoint(str(path))
+        it goes on being written (runtime.snapshots), once what a write before it erased is
+        compacted away: it holds none of it."""
+        with self._erasing:
+            self._erase()
+            Checkpoint(self._db).create_checkpoint(str(path))
 
     def close(self) -> None:
+        with self._erasing:
+            self._erase()
+            self._closed = True
         self._db.close()
 
 
@@ -280,7 +362,9 @@ class Stores:
         """The partition's store, opened (and checked) if it is not yet."""
         store = self.open.get(partition)
         if store is None:
-            store = PartitionStore(self.path(partition), self.identity, self.settings.max_age_s)
+            store = PartitionStore(
+                self.path(partition), self.identity, self.settings.max_age_s, self.settings.erase_after_s
+            )
             self.open[partition] = store
         return store
 
@@ -295,10 +379,13 @@ class Stores:
         partition: int,
         fold: Callable[[Message], Iterable[Put]],
         timeout_s: float = 300.0,
+        erases: bool = False,
     ) -> PartitionStore:
         """Open the partition's store and bring it to the partition's current end (the last
         stable offset): read from its checkpoint, hand each record to `fold`, write what
-        it returns with the record's offset as the new checkpoint, in batches."""
+        it returns with the record's offset as the new checkpoint, in batches. `erases`:
+        what it folds may forget a posting's text, so the store is compacted at the end
+        when anything was read."""
         store = self.get(partition)
         probe = KafkaClients(self.kafka).probe(
             Topics(self.kafka.topic_prefix).reader_group(ReaderGroup.RESTORE_PROBE)
@@ -329,6 +416,8 @@ class Stores:
                 self.kafka, self.topic, [partition], take, timeout_s, start={partition: store.checkpoint}
             )
             store.write(pending, ends[partition])
+            if erases and count:
+                store.compact()  # what it read may have written a text, then forgotten it
         finally:
             RESTORING.labels(self.name).dec()
         RESTORED.labels(self.name).inc(count)

@@ -3,7 +3,8 @@ design needs: partitions (commands and postings co-partition), cleanup policy, r
 factor and `min.insync.replicas` (from the settings), and the retention settings the specs
 fix as floors — `min.compaction.lag.ms` and `delete.retention.ms` of the compacted topics
 (a consumer, or a local store, up to 7 days behind still sees every version and every
-delete) and `retention.ms` of the others."""
+delete) and `retention.ms` of the others — and, on a topic that may hold a posting's text,
+as ceilings with `segment.ms` and `max.compaction.lag.ms`: they bound erasure."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from schemas.topics import Topics, TopicSpec
 
 # Settings of a spec that are floors: a larger value keeps more, which the design allows.
 FLOORS = ("retention.ms", "min.compaction.lag.ms", "delete.retention.ms")
+# And ceilings, on a topic that may hold a posting's text: a larger value keeps a deleted
+# posting's text beyond the erasure bound (schemas.topics.ERASURE_DAYS).
+CEILINGS = ("retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "segment.ms")
 
 
 class TopicMismatchError(StartRefused):
@@ -34,7 +38,7 @@ def ensure_topics(settings: KafkaSettings, topics: Topics | None = None, timeout
     """
     topics = topics or Topics(settings.topic_prefix)
     admin = connected_admin(settings)
-    specs = topics.specs(settings.partitions, settings.min_insync_replicas)
+    specs = topics.specs(settings.partitions, settings.min_insync_replicas, settings.erasure_day_ms)
     existing = admin.list_topics(timeout=timeout).topics
     missing = [s for s in specs if s.name not in existing]
     _align(admin, [s for s in specs if s.name in existing and s.aligned], timeout)
@@ -67,7 +71,7 @@ def check_at_start(settings: KafkaSettings, topics: Topics | None = None) -> Non
     every topic exists and matches. Raises StartRefused (exit 2 from the command line)."""
     admin = connected_admin(settings)
     topics = topics or Topics(settings.topic_prefix)
-    specs = topics.specs(settings.partitions, settings.min_insync_replicas)
+    specs = topics.specs(settings.partitions, settings.min_insync_replicas, settings.erasure_day_ms)
     existing = admin.list_topics(timeout=settings.start_timeout_s).topics
     missing = [
         f"{s.name} does not exist (`jobpost topics` creates every topic)"
@@ -116,6 +120,20 @@ def topic_problems(
             problems.append(
                 f"{name} has {key}={config.get(key)}{_as_days(value)}, expected at least {floor}"
                 f"{_as_days(floor)}"
+            )
+    return problems + (_beyond_erasure(spec, config) if spec.holds_text else [])
+
+
+def _beyond_erasure(spec: TopicSpec, config: Mapping[str, str]) -> list[str]:
+    problems = []
+    for key in CEILINGS:
+        if key not in spec.config:
+            continue
+        ceiling, value = int(spec.config[key]), _number(config.get(key))
+        if value is None or value < 0 or value > ceiling:
+            problems.append(
+                f"{spec.name} has {key}={config.get(key)}{_as_days(value)}, expected at most {ceiling}"
+                f"{_as_days(ceiling)}: it would keep a deleted posting's text beyond the erasure bound"
             )
     return problems
 

@@ -99,6 +99,12 @@ class Posting:
     expires_at: int | None = None  # epoch millis
     boards: tuple[Destination, ...] = BOTH_BOARDS
 
+    @classmethod
+    def erased(cls) -> Posting:
+        """What a DELETED version carries: no text, no place, no pay, no board (a delete
+        closes the job on every board that holds it)."""
+        return cls("", "", boards=())
+
     def to_avro(self) -> dict[str, Any]:
         return {
             "title": self.title,

@@ -1,5 +1,6 @@
 """A request to attempt a dead-lettered version once more: the value of
-`jobpost.<board>.redrive`, keyed by posting id, on the posting's partition number. The
+`jobpost.<board>.redrive`, keyed by posting id, on the posting's partition number. It names
+its dead letter (partition, offset, version) and carries none of its text. The
 board's consumer handles it in the posting's lane (never below what it delivered); whoever
 asks (`jobpost dlq redrive`, the playground) only writes it and reads the outcome from the
 delivery events."""
@@ -15,7 +16,10 @@ class RedriveRequest:
     request_id: str
     posting_id: str
     version: int
-    update: bytes  # the dead letter's value, as it was dead-lettered
+    # Empty: the version is the one the letter at (letter_partition, letter_offset) holds, so
+    # no request keeps a posting's text. A request of an older release carries the letter's
+    # bytes here; the consumer takes it only if they are exactly the letter's.
+    update: bytes
     letter_partition: int
     letter_offset: int
     requested_by: str

@@ -44,7 +44,7 @@ class SearchDocument:
     @classmethod
     def of(cls, update: PostingUpdate) -> SearchDocument:
         posting = update.posting
-        if update.op == Op.DELETED:  # the record carries the text it deletes: the document keeps none
+        if update.op == Op.DELETED:  # the document keeps no text (nor does the record)
             return cls(update.posting_id, "", "", "", update.version, "deleted", 0, update.employer)
         return cls(
             id=update.posting_id,

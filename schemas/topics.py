@@ -73,7 +73,29 @@ _READER_PURPOSES = {
 }
 
 
-_ALIGNED = ("message.timestamp.type",)
+# Safe to change at any time, so brought to the spec in place: the commands' broker time,
+# and the settings that let retention and compaction act in time (erasure).
+_ALIGNED = ("message.timestamp.type", "segment.ms", "max.compaction.lag.ms")
+
+# Erasure (docs/decisions/0014-erasure.md): a deleted posting's text is gone from every topic
+# we own within ERASURE_DAYS days. Each topic that may hold text has a time after which it
+# forgets it, made to act by closing a segment at least every `segment.ms` (retention and
+# compaction never touch the open segment):
+# - jobpost.commands (a create's or replace's text): retention 1 day, a segment an hour;
+# - jobpost.postings, jobpost.deliveries (a board's restated content), the sequencer's
+#   changelog: compacted; a DELETED version carries no text and the tombstone after it makes
+#   the older versions garbage once every reader had the 7 days of `min.compaction.lag.ms`
+#   to see the delete; `max.compaction.lag.ms` (8 days) makes the cleaner act then, the
+#   segment holding the delete closed within a day (on the partition's next write);
+# - jobpost.<board>.redrive: requests carry no text (a release before this carried it): 7 days;
+# - jobpost.<group>.dlq: the whole version, as it failed, for its redrive: 30 days, a segment a
+#   day, so the last of it goes within 31 days. That bounds the whole.
+ERASURE_DAYS = 31
+
+
+def erasure_bound_ms(day_ms: int = DAY_MS) -> int:
+    """How long after a delete a posting's text may still be in a topic we own."""
+    return ERASURE_DAYS * day_ms
 
 
 @dataclass(frozen=True)
@@ -81,6 +103,7 @@ class TopicSpec:
     name: str
     partitions: int
     config: dict[str, str] = field(default_factory=dict)
+    holds_text: bool = False  # may hold a posting's text: its times bound erasure, so they are ceilings too
 
     @property
     def cleanup_policy(self) -> str:
@@ -181,43 +204,46 @@ class Topics:
         """A fresh group id for one reader that commits nothing (see `ReaderGroup`)."""
         return f"{self.reader_group_prefix(purpose)}{uuid.uuid4().hex[:12]}"
 
-    def specs(self, partitions: int, min_insync_replicas: int) -> list[TopicSpec]:
-        n = partitions
+    def specs(self, partitions: int, min_insync_replicas: int, day_ms: int = DAY_MS) -> list[TopicSpec]:
+        """`day_ms`: the day the times that bound erasure are counted in (`ERASURE_DAYS`); a
+        test shortens it (`KafkaSettings.erasure_day_ms`), a deployment never does."""
+        n, day = partitions, day_ms
         isr = {"min.insync.replicas": str(min_insync_replicas)}
         compacted = {
             **isr,
             "cleanup.policy": "compact",
-            "min.compaction.lag.ms": str(7 * DAY_MS),
-            "delete.retention.ms": str(7 * DAY_MS),
+            "min.compaction.lag.ms": str(7 * day),
+            "delete.retention.ms": str(7 * day),
+            "max.compaction.lag.ms": str(8 * day),
+            "segment.ms": str(day),
         }
         # A command's deadline is its append time plus its budget, and the sequencer learns
         # the time from what it reads and from its replies' acknowledgements: both stamped
         # by the broker, so no two hosts' clocks are ever compared.
         broker_time = {"cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime"}
         return [
-            TopicSpec(self.postings, n, compacted),
-            TopicSpec(self.commands, n, {**isr, **broker_time, "retention.ms": str(DAY_MS)}),
+            TopicSpec(self.postings, n, compacted, holds_text=True),
+            TopicSpec(
+                self.commands,
+                n,
+                {**isr, **broker_time, "retention.ms": str(day), "segment.ms": str(day // 24)},
+                holds_text=True,
+            ),
             TopicSpec(self.replies, n, {**isr, **broker_time, "retention.ms": str(3600 * 1000)}),
-            TopicSpec(self.deliveries, n, compacted),
+            TopicSpec(self.deliveries, n, compacted, holds_text=True),
             TopicSpec(self.sequencer_state, n, compacted),
             TopicSpec(
                 self.delivery_events, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
             ),
             *(
-                TopicSpec(
-                    self.dlq(d), n, {**isr, "cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
-                )
+                TopicSpec(self.dlq(d), n, {**isr, **kept_for(30 * day, day)}, holds_text=True)
                 for d in Component
             ),
             TopicSpec(
                 self.audit, n, {**isr, "cleanup.policy": "delete", "retention.ms": str(AUDIT_DAYS * DAY_MS)}
             ),
             *(
-                TopicSpec(
-                    self.redrive(board),
-                    n,
-                    {**isr, "cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)},
-                )
+                TopicSpec(self.redrive(board), n, {**isr, **kept_for(7 * day, day)}, holds_text=True)
                 for board in BOARDS
             ),
             *self._webhook_specs(n, isr),
@@ -256,3 +282,9 @@ class Topics:
             TopicSpec(self.webhook_pending, n, pending),
             TopicSpec(self.webhook_replays, n, week),
         ]
+
+
+def kept_for(retention_ms: int, segment_ms: int) -> dict[str, str]:
+    """A topic that deletes what is older than `retention_ms`, closing a segment at least
+    every `segment_ms` so that the last record goes at most that much later."""
+    return {"cleanup.policy": "delete", "retention.ms": str(retention_ms), "segment.ms": str(segment_ms)}

@@ -6,9 +6,9 @@ the idempotency keys accepted within the window — never its text. It looks pos
 its `store` (a `PostingStateStore`: the sequencer's local store, restored from
 `jobpost.sequencer-state`) and keeps what the current transaction decided in `pending`,
 which the sequencer writes to the changelog in the same transaction and to the store once
-it committed (`take`), or throws away if it did not (`discard`). A delete reads the text it
-carries through `texts` (a `PostingTexts`). Both are small protocols, so the decisions are
-unit-tested with the in-memory `MemoryStates` and a fake reader of texts.
+it committed (`take`), or throws away if it did not (`discard`). The store is a small
+protocol, so the decisions are unit-tested with the in-memory `MemoryStates`. A delete needs
+no text: its DELETED version carries none (`Posting.erased`).
 
 Idempotency keys follow the IETF `Idempotency-Key` draft: a key belongs to one posting;
 within the window (24 hours) a repeat of the same request (same method, same body) is
@@ -36,7 +36,7 @@ from schemas.model import (
     PostingUpdate,
     Reply,
 )
-from sequencer.posting_states import MemoryStates, NoTexts, PostingStateStore, PostingTexts
+from sequencer.posting_states import MemoryStates, PostingStateStore
 
 IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000
 DEFAULT_BUDGET_MS = 10_000  # a command of a release before budgets: its API waited 10 s
@@ -73,7 +73,6 @@ class PostingState:
     last_update_time_millis: int | None
     offset: int = -1  # of the newest version in jobpost.postings; -1 until known
     keys: dict[str, KeyUse] = field(default_factory=dict)  # in the order they were accepted
-    posting: Posting | None = None  # the text, only while its version is being written
     employer: str = DEFAULT_EMPLOYER  # whose posting it is; never changes
 
     def reachable_by(self, command: Command) -> bool:
@@ -141,11 +140,9 @@ class PartitionState:
     def __init__(
         self,
         store: PostingStateStore | None = None,
-        texts: PostingTexts | None = None,
         window_ms: int = IDEMPOTENCY_WINDOW_MS,
     ) -> None:
         self.store: PostingStateStore = store if store is not None else MemoryStates()
-        self.texts: PostingTexts = texts if texts is not None else NoTexts()
         self.window_ms = window_ms
         self.pending: dict[str, PostingState] = {}  # looked up or decided in this transaction
         self.changed: set[str] = set()  # of those, the ones whose state changed
@@ -182,7 +179,7 @@ class PartitionState:
                 # Compaction kept only the tombstone: deleted, version forgotten.
                 self.pending[posting_id] = PostingState(-1, True, None)
             else:
-                state.deleted, state.posting = True, None
+                state.deleted = True
             return
         deleted = update.op == Op.DELETED
         if state is None:
@@ -190,7 +187,6 @@ class PartitionState:
         state.version, state.deleted, state.employer = update.version, deleted, update.employer
         state.last_update_time_millis = update.last_update_time_millis
         state.offset = offset
-        state.posting = None if deleted else update.posting
         if keyed:
             state.use(update.request_id, _ACTION_OF[update.op], update.request_fingerprint)
 
@@ -235,14 +231,9 @@ class PartitionState:
             return Decision([], _refusal(Outcome.VERSION_MISMATCH, state))
         if action == Action.REPLACE:
             return self._accept(command, state.version + 1, command.posting, now_millis)
-        # The DELETED version carries the posting's text, so the boards close what they had:
-        # the state holds no text, so it is read from the posting's newest record.
-        text = (
-            state.posting
-            if state.posting is not None
-            else self.texts.text_at(command.posting_id, state.offset, state.version)
-        )
-        decision = self._accept(command, state.version + 1, text, now_millis)
+        # The DELETED version carries no text (a board restates a job from what its consumer
+        # keeps of it, which the close forgets), so compaction leaves none of the posting.
+        decision = self._accept(command, state.version + 1, Posting.erased(), now_millis)
         decision.updates.append(None)  # the tombstone, so compaction can forget the posting
         return decision
 

@@ -1,7 +1,6 @@
 """What a partition's `PartitionState` (sequencer.domain) stands on: a store of posting
-states and a reader of posting texts, as small protocols, with their in-memory forms. The
-session gives it the local store (`sequencer.restore.StoredStates`) and a reader of
-`jobpost.postings` (`sequencer.restore.PartitionTexts`)."""
+states, as a small protocol, with its in-memory form. The session gives it the local store
+(`sequencer.restore.StoredStates`)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from typing import Protocol
 
 from schemas import codec
 from schemas.changelog import SequencerState
-from schemas.model import Posting
 
 # Changelog records as `jobpost.sequencer-state` and the local store hold them: (posting id,
 # encoded SequencerState). The store takes them encoded, as produced: encoding a busy
@@ -31,12 +29,6 @@ class PostingStateStore(Protocol):
     def checkpoint(self) -> int: ...
 
 
-class PostingTexts(Protocol):
-    def text_at(self, posting_id: str, offset: int, version: int, /) -> Posting:
-        """The posting's text, from its record of `version` at `offset` of the partition's
-        `jobpost.postings`."""
-
-
 class MemoryStates:
     """A store in memory: a partition nothing was kept for yet (deriving the changelog from
     postings), and the unit tests' fake."""
@@ -53,10 +45,3 @@ class MemoryStates:
         self.records.update(records)
         if checkpoint is not None:
             self.checkpoint = checkpoint
-
-
-class NoTexts:
-    """For a state that never deletes (deriving the changelog from postings)."""
-
-    def text_at(self, posting_id: str, offset: int, version: int, /) -> Posting:
-        raise LookupError(f"no reader of jobpost.postings to fetch {posting_id!r} at offset {offset}")

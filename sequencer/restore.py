@@ -4,27 +4,23 @@ The state lives in a local store per partition (runtime.stores) that mirrors the
 changelog `jobpost.sequencer-state`: a restore reads the changelog from the store's
 checkpoint to its end. A changelog that is empty while postings are not (a log written by
 a release before the changelog) is derived from postings once, in one transaction. The
-state holds no posting text: a delete's DELETED version reads it from the offset of the
-posting's newest version.
+state holds no posting text, and needs none: a delete's DELETED version carries none.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer
 
 from runtime import records
-from runtime.kafka import coordinates, end_offset, is_record, produce_waiting
+from runtime.kafka import coordinates, end_offset, produce_waiting
 from runtime.kafka_clients import KafkaClients
 from runtime.replay import replay
 from runtime.stores import URGENT, PartitionStore, Put, Stores
 from schemas import codec
 from schemas.changelog import SequencerState
-from schemas.model import Posting
 from schemas.topics import Component, Topics
 from sequencer.config import SequencerSettings
 from sequencer.domain import PartitionState
@@ -34,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class Restorer:
-    """The restore side of one session: its stores, and a reader of posting texts."""
+    """The restore side of one session: its stores."""
 
     def __init__(self, settings: SequencerSettings, consumer: Consumer, producer: Producer) -> None:
         self.settings = settings
@@ -42,12 +38,9 @@ class Restorer:
         self.consumer = consumer  # the session's: asks where partitions end
         self.producer = producer  # the session's transactional producer
         self.stores = Stores(settings.state, settings.kafka, Component.SEQUENCER, self.topics.sequencer_state)
-        self._texts: Consumer | None = None
 
     def close(self) -> None:
         self.stores.close()
-        if self._texts is not None:
-            self._texts.close()
 
     def await_settled(self, numbers: list[int]) -> None:
         """Wait until no transaction is open on these partitions of `jobpost.postings` and
@@ -86,7 +79,7 @@ class Restorer:
             else:
                 store = self.stores.restore(number, _changelog_puts, self.settings.restore_timeout_s)
 
-        return PartitionState(StoredStates(store), PartitionTexts(self, number))
+        return PartitionState(StoredStates(store))
 
     def _derive_changelog(self, number: int) -> PartitionStore:
         """Read the partition of postings once, and write what the sequencer knows of each
@@ -119,39 +112,6 @@ class Restorer:
         store.write(puts, end_offset(self.consumer, self.topics.sequencer_state, number))
         return store
 
-    def text_at(self, number: int, posting_id: str, offset: int, version: int) -> Posting:
-        """The posting's newest text, from its record (of `version`) at `offset` of the
-        partition of postings (a delete's DELETED version carries it). Should the record
-        there be another one, or the state not know where it is, the partition is read for
-        it: slow, but never a stuck posting."""
-        if self._texts is None:
-            self._texts = KafkaClients(self.settings.kafka).reader(f"{self.settings.group}-texts")
-        if offset >= 0:
-            self._texts.assign([TopicPartition(self.topics.postings, number, offset)])
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                message = self._texts.poll(0.5)
-                if message is None or not is_record(message):
-                    continue
-                key, update = records.posting_update(message)
-                here = coordinates(message)[2] == offset and key == posting_id
-                if here and update is not None and update.version == version:
-                    return update.posting
-                break
-        log.warning("reading partition %d of %s for the text of %s", number, self.topics.postings, posting_id)
-        newest: list[Posting] = []
-
-        def fold(message: Message) -> None:
-            with contextlib.suppress(records.PoisonRecord):
-                key, update = records.posting_update(message)
-                if key == posting_id and update is not None:
-                    newest[:] = [update.posting]
-
-        replay(self.settings.kafka, self.topics.postings, [number], fold, self.settings.restore_timeout_s)
-        if not newest:
-            raise LookupError(f"{posting_id!r} has no version in {self.topics.postings}")
-        return newest[0]
-
 
 class StoredStates:
     """A partition's posting states in its local store: the `PostingStateStore` of a
@@ -170,17 +130,6 @@ class StoredStates:
     @property
     def checkpoint(self) -> int:
         return self._store.checkpoint
-
-
-@dataclass(frozen=True)
-class PartitionTexts:
-    """The `PostingTexts` of one partition: its records in `jobpost.postings`."""
-
-    restorer: Restorer
-    partition: int
-
-    def text_at(self, posting_id: str, offset: int, version: int, /) -> Posting:
-        return self.restorer.text_at(self.partition, posting_id, offset, version)
 
 
 def _changelog_puts(message: Message) -> list[Put]:

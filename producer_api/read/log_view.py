@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -88,6 +88,7 @@ class LogView:
         self.status = ViewStatus()  # replaced whole by the follower (a snapshot)
         self._positions: dict[int, int] = {}  # the follower's own, published in `status`
         self._batch: dict[int, dict[bytes, bytes | None]] = {}  # puts not yet written, per partition
+        self._erased: dict[int, set[bytes]] = {}  # of those, keys whose former values must go from disk
         self._private: Path | None = None
         self._lock = threading.Lock()  # opening, rebuilding and closing stores vs reading them
         self._stop = threading.Event()
@@ -99,6 +100,11 @@ class LogView:
         """What one record changes in its partition's store; raise records.PoisonRecord for
         one that cannot be used."""
         raise NotImplementedError
+
+    def erase(self, partition: int, keys: Iterable[bytes]) -> None:
+        """From `apply`: these keys' former values (a deleted posting's text) must be gone
+        from the store's files once its puts are written, not only replaced."""
+        self._erased.setdefault(partition, set()).update(keys)
 
     def restoring(self, posting_id: str) -> bool:
         """True while the posting's partition has not caught up since the view started:
@@ -204,6 +210,7 @@ class LogView:
         finally:
             self.status = replace(self.status, following=False)
             self._batch.clear()
+            self._erased.clear()
             consumer.close()
 
     def _step_aside(self) -> None:
@@ -264,8 +271,9 @@ class LogView:
                 moved[tp.partition] = max(moved[tp.partition], tp.offset)
         for partition, position in moved.items():
             puts = self._batch.pop(partition, {})
+            erased = self._erased.pop(partition, set())
             if puts or position > self._positions.get(partition, 0):
-                self.stores.get(partition).write(puts.items(), position)
+                self.stores.get(partition).write(puts.items(), position, erased)
                 self._positions[partition] = position
         self._publish(following=True)
         self._batches += 1

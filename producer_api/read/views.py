@@ -22,6 +22,7 @@ from runtime.kafka import KafkaSettings, coordinates
 from runtime.stores import Put, StateSettings
 from schemas import codec
 from schemas.deliveries import DeliveryState
+from schemas.enums import JobHeld
 from schemas.events import DeliveryEvent
 from schemas.model import Destination, Op, PostingUpdate
 from schemas.topics import Topics
@@ -73,6 +74,12 @@ class PostingsView(LogView):
 
     def apply(self, message: Message) -> list[Put]:
         posting_id, update = records.posting_update(message)
+        puts = self._changes(message, posting_id, update)
+        if update is None or update.op == Op.DELETED:  # the text it held goes from disk too
+            self.erase(coordinates(message)[1], (key for key, _ in puts))
+        return puts
+
+    def _changes(self, message: Message, posting_id: str, update: PostingUpdate | None) -> list[Put]:
         key = posting_id.encode()
         value = self._current(coordinates(message)[1], key)
         if update is not None:
@@ -126,7 +133,10 @@ class DeliveriesView(LogView):
 
     def apply(self, message: Message) -> list[Put]:
         destination, posting_id, state = records.delivery_state(message)
-        return [(posting_id.encode() + _at(destination), None if state is None else message.value())]
+        key = posting_id.encode() + _at(destination)
+        if state is None or state.held == JobHeld.CLOSED:
+            self.erase(coordinates(message)[1], [key])  # the content a board restated goes from disk
+        return [(key, None if state is None else message.value())]
 
 
 class DeliveryEventsView(LogView):
@@ -159,7 +169,7 @@ class DeliveryEventsView(LogView):
 
 def _history(key: bytes, update: PostingUpdate) -> list[Put]:
     """The version's line in the posting's history, and the oldest line dropped."""
-    # A DELETED record carries the text it deletes (for the boards); the line keeps none.
+    # A DELETED record carries no text (records before the erasure did); the line keeps none.
     title = "" if update.op == Op.DELETED else update.posting.title
     line = {"op": update.op.value, "at": update.last_update_time_millis, "title": title}
     puts: list[Put] = [(key + _HISTORY + _VERSION.pack(update.version), json.dumps(line).encode())]

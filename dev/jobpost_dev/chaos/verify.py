@@ -60,9 +60,8 @@ def log_of(kafka: KafkaSettings) -> dict[str, list[Accepted]]:
 
 
 def accepted(update: PostingUpdate, partition: int = -1) -> Accepted:
-    """One version as the verdict reads it. A DELETED version repeats the text of the
-    version before it (the boards close what they had): its notes are that write's marker,
-    not a write of its own."""
+    """One version as the verdict reads it. A DELETED version carries no text (no
+    marker of its own)."""
     marker = "" if update.op == Op.DELETED else update.posting.notes
     return Accepted(update.version, update.op, update.request_id, marker, partition, update.posting.title)
 

@@ -210,8 +210,10 @@ class KafkaServer(Server):
             "auto.create.topics.enable": "false",
             # Local disks may be small: keep the broker's own segments modest.
             "log.segment.bytes": str(64 * 1024 * 1024),
-            # Lets the integration tests see compaction happen in seconds, not hours.
+            # Lets the integration tests see compaction happen in seconds, not hours, and
+            # retention too (the erasure test: its topics' days are seconds).
             "log.cleaner.backoff.ms": "1000",
+            "log.retention.check.interval.ms": "1000",
         }
         # What a topic created without them gets; jobpost's own topics say theirs.
         properties["default.replication.factor"] = str(replicas)

@@ -133,7 +133,8 @@ def test_a_redrive_request_unlike_the_dead_letter_it_names_is_refused_and_audite
     sandbox, start_consumer, versions, kafka, topics
 ):
     """Whoever can write the redrive topic cannot hand the consumer a posting of its own:
-    a request carrying another text than its dead letter holds is never attempted."""
+    a request carrying another text than its dead letter holds, or naming another version
+    than it holds, is never attempted. A genuine request carries no text at all."""
     start_consumer("linkedin")
     posting = "redrive-forged"
     versions.write([posting])
@@ -145,9 +146,11 @@ def test_a_redrive_request_unlike_the_dead_letter_it_names_is_refused_and_audite
     sandbox.faults("linkedin", "none")
     calls_before = sandbox.posting("linkedin", posting)["requests"]
 
-    letters = requests_for(read_dead_letters(kafka, letters_topic), "ops", 3)
-    (genuine,) = [r for r in letters if r.request.posting_id == posting]
-    letter = codec.posting_updates().decode(genuine.request.update)
+    held = [d for d in read_dead_letters(kafka, letters_topic) if d.update and d.update.posting_id == posting]
+    (genuine,) = requests_for(held, "ops", 3)
+    assert genuine.request.update == b""  # a reference to its letter, not the text (erasure)
+    letter = held[0].update
+    assert letter is not None
     forged_posting = dataclasses.replace(letter.posting, title="Wire transfer clerk, send your bank details")
     forged_update = dataclasses.replace(letter, posting=forged_posting)
     forged = dataclasses.replace(
@@ -159,26 +162,32 @@ def test_a_redrive_request_unlike_the_dead_letter_it_names_is_refused_and_audite
     elsewhere = dataclasses.replace(
         genuine, request=dataclasses.replace(genuine.request, request_id="forged-2", letter_offset=10_000)
     )
-    records = [r.record(topics, Destination.LINKEDIN) for r in (forged, elsewhere)]
+    other_version = dataclasses.replace(
+        genuine, request=dataclasses.replace(genuine.request, request_id="forged-3", version=0)
+    )
+    records = [r.record(topics, Destination.LINKEDIN) for r in (forged, elsewhere, other_version)]
     assert deliver_all(KafkaClients(kafka).producer(), records, lambda: False)
 
     def outcomes() -> dict[str, str]:
         return {
             e.request_id: f"{e.outcome}: {e.error}"
             for e in delivery_events(kafka)
-            if e.request_id in ("forged-1", "forged-2")
+            if e.request_id in ("forged-1", "forged-2", "forged-3")
         }
 
-    wait_until(lambda: len(outcomes()) == 2, 30, "both requests answered")
+    wait_until(lambda: len(outcomes()) == 3, 30, "every request answered")
     assert outcomes() == {
         "forged-1": f"SKIPPED: refused: the request carries a version other than the dead letter at "
         f"{genuine.request.letter_partition}@{genuine.request.letter_offset} holds",
         "forged-2": f"SKIPPED: refused: no dead letter at {genuine.request.letter_partition}@10000",
+        "forged-3": f"SKIPPED: refused: the dead letter at {genuine.request.letter_partition}@"
+        f"{genuine.request.letter_offset} holds version 1, not 0",
     }
     assert sandbox.applied("linkedin", posting) == [0]
-    assert sandbox.posting("linkedin", posting)["requests"] == calls_before  # neither was attempted
+    assert sandbox.posting("linkedin", posting)["requests"] == calls_before  # none was attempted
     refused = [e for e in audit_events(kafka) if e.action == AuditAction.REDRIVE_REFUSED]
     assert sorted((e.posting_id, e.version, e.detail.split("(request ")[-1]) for e in refused) == [
+        (posting, 0, "forged-3)"),
         (posting, 1, "forged-1)"),
         (posting, 1, "forged-2)"),
     ]

@@ -98,3 +98,53 @@ def test_a_store_in_use_is_reported_never_thrown_away(tmp_path: Path) -> None:
     with pytest.raises(StateLocked):
         PartitionStore(tmp_path / "0", IDENTITY)
     assert first.get(b"p000001") is not None and first.checkpoint == 1000
+
+
+def _files_holding(folder: Path, marker: bytes) -> list[str]:
+    return sorted(
+        str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and marker in p.read_bytes()
+    )
+
+
+def test_what_a_write_erases_is_gone_from_every_file_and_from_a_snapshot_after_it(tmp_path: Path) -> None:
+    marker = b"erasure-marker-7f3a"
+    store = PartitionStore(tmp_path / "0", IDENTITY)
+    store.write([(f"other-{i}".encode(), b"x" * 200) for i in range(2000)], 1)
+    store.write([(b"p1", b"title " + marker)], 2)
+    store.checkpoint_to(tmp_path / "before")  # a snapshot taken before the delete holds it, as it may
+    store.write([(f"more-{i}".encode(), b"y" * 200) for i in range(2000)], 3)
+    store.write([(b"p1", b"title " + marker + b" v2")], 4)
+    assert _files_holding(tmp_path / "0", marker)  # overwritten, yet still on disk
+
+    store.write([(b"p1", b'{"deleted": true}')], 5, erased=[b"p1"])
+    store.checkpoint_to(tmp_path / "after")
+
+    assert _files_holding(tmp_path / "0", marker) == []
+    assert _files_holding(tmp_path / "after", marker) == []
+    assert _files_holding(tmp_path / "before", marker) != []
+    assert store.get(b"p1") == b'{"deleted": true}' and store.get(b"other-7") == b"x" * 200
+    store.write([(b"p2", marker)], 6)
+    store.write([(b"p2", None)], 7, erased=[b"p2"])  # a delete as well as an overwrite
+    assert _files_holding(tmp_path / "0", marker) == [] and store.get(b"p2") is None
+
+
+def test_an_erasure_waits_for_its_interval_or_a_snapshot_whichever_comes_first(tmp_path: Path) -> None:
+    marker = b"erasure-marker-51d0"
+    store = PartitionStore(tmp_path / "0", IDENTITY, erase_after_s=0.5)
+    store.write([(f"other-{i}".encode(), b"x" * 200) for i in range(2000)], 1)
+    store.write([(b"p1", marker)], 2)
+    store.write([(b"p1", None)], 3, erased=[b"p1"])
+    assert _files_holding(tmp_path / "0", marker)  # not at once: one compaction for what comes within 0.5 s
+    deadline = time.monotonic() + 10
+    while _files_holding(tmp_path / "0", marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _files_holding(tmp_path / "0", marker) == []
+
+    store.write([(b"p2", marker)], 4)
+    store.write([(b"p2", None)], 5, erased=[b"p2"])
+    store.checkpoint_to(tmp_path / "snapshot")  # taken before the interval ends: compacts first
+    assert _files_holding(tmp_path / "snapshot", marker) == []
+    store.write([(b"p3", marker)], 6)
+    store.write([(b"p3", None)], 7, erased=[b"p3"])
+    store.close()  # a store closed before its interval ends compacts first
+    assert _files_holding(tmp_path / "0", marker) == []

@@ -71,7 +71,7 @@ def test_a_hit_holds_the_whole_posting_as_every_route_reads_it():
 
 
 def test_a_deleted_version_marks_the_document_deleted_and_keeps_no_text():
-    # The DELETED record carries the posting's text (the boards need it to close it).
+    # A DELETED record of a release before erasure carried the text: the document keeps none.
     source = SearchDocument.of(update(Op.DELETED)).to_source()
     assert source == {"id": "p1", "version": 4, "status": "deleted", "employer": "acme"}
 

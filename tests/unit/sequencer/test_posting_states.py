@@ -1,6 +1,5 @@
-"""A partition's state over its store and its reader of texts: what a restored, committed or
-failed transaction leaves for the next (the in-memory store of sequencer.posting_states, a fake
-reader of texts; no Kafka)."""
+"""A partition's state over its store: what a restored, committed or failed transaction leaves
+for the next (the in-memory store of sequencer.posting_states; no Kafka)."""
 
 import dataclasses
 
@@ -9,7 +8,7 @@ from schemas.changelog import SequencerState
 from schemas.model import Op, Outcome, Posting
 from sequencer.domain import IDEMPOTENCY_WINDOW_MS, PartitionState
 from sequencer.posting_states import MemoryStates
-from tests.unit.sequencer.test_domain import SNAPSHOT, command
+from tests.unit.sequencer.test_domain import command
 
 
 def _records_of(*states: PartitionState) -> dict[str, SequencerState]:
@@ -23,32 +22,19 @@ def _stored(records: dict[str, SequencerState]) -> MemoryStates:
     return MemoryStates(encoded, checkpoint=len(encoded))
 
 
-class Texts:
-    """The text of each posting's version at its offset, as jobpost.postings holds it."""
-
-    def __init__(self, texts: dict[tuple[str, int, int], Posting]) -> None:
-        self.texts = texts
-        self.asked: list[tuple[str, int, int]] = []
-
-    def text_at(self, posting_id: str, offset: int, version: int, /) -> Posting:
-        self.asked.append((posting_id, offset, version))
-        return self.texts[posting_id, offset, version]
-
-
 def test_a_state_loaded_from_the_changelog_continues_where_it_was():
     live = PartitionState()
     live.decide(command("CREATE", "c"), 1)
     first = live.decide(command("REPLACE", "k", title="A"), 2)
     records = _records_of(live)
     records["p1"] = dataclasses.replace(records["p1"], offset=41)  # where Kafka put version 1
-    texts = Texts({("p1", 41, 1): dataclasses.replace(SNAPSHOT, title="A")})  # version 1's text, at 41
-    loaded = PartitionState(_stored(records), texts)
+    loaded = PartitionState(_stored(records))
 
     assert loaded.decide(command("REPLACE", "k", title="A"), 3).result == first.result  # a retry
     assert loaded.decide(command("REPLACE", "k", title="B"), 3).result.outcome == Outcome.KEY_REUSED
     deleted = loaded.decide(command("DELETE", "d"), 4)
-    assert [(u.version, u.op, u.posting.title) for u in deleted.updates if u] == [(2, Op.DELETED, "A")]
-    assert texts.asked == [("p1", 41, 1)]  # the state holds no text: it was read where it lies
+    # The state holds no text and the delete needs none: its version carries none.
+    assert [(u.version, u.op, u.posting) for u in deleted.updates if u] == [(2, Op.DELETED, Posting.erased())]
 
 
 def test_a_decided_version_takes_the_offset_it_is_placed_at():

@@ -35,7 +35,7 @@ def follow(view: PostingsView, store: PartitionStore, partition: int, values: li
     start = store.checkpoint
     for offset, value in enumerate(values, start):
         record = Message(topic="jobpost.postings", partition=partition, offset=offset, key=b"p1", value=value)
-        store.write(view.apply(record), offset + 1)
+        store.write(view.apply(record), offset + 1, view._erased.pop(partition, set()))
 
 
 def test_the_view_keeps_each_versions_line_and_only_the_newest_ones(tmp_path):
@@ -57,10 +57,12 @@ def test_a_deleted_posting_keeps_no_title_in_its_versions_and_only_its_employer(
     partition = partition_for("p1", view.kafka.partitions)
     store = view.stores.open[partition] = PartitionStore(tmp_path / "postings", "unit-test")
     live = [update(0, Op.CREATED), *(update(v) for v in range(1, 60))]
+    live[-1] = dataclasses.replace(live[-1], posting=Posting("T59 erasure-marker-1c9e", ""))
     follow(view, store, partition, [codec.posting_updates().encode(u) for u in live])
-    assert view.versions("p1")[-1].title == "T59"
+    assert view.versions("p1")[-1].title == "T59 erasure-marker-1c9e"
+    assert any(b"erasure-marker-1c9e" in f.read_bytes() for f in (tmp_path / "postings").iterdir())
 
-    # The DELETED record carries the text it deletes (for the boards); then the tombstone.
+    # A DELETED record of a release before erasure carried the text; then the tombstone.
     follow(view, store, partition, [codec.posting_updates().encode(update(60, Op.DELETED)), None])
     lines = view.versions("p1")
 
@@ -71,6 +73,8 @@ def test_a_deleted_posting_keeps_no_title_in_its_versions_and_only_its_employer(
     assert seen is not None
     assert (seen.deleted, seen.version, seen.employer, seen.posting) == (True, 60, "acme", None)
     assert not any(b"T5" in value for _, value in store.items())  # no title left anywhere in the store
+    # nor in its files (overwritten values stay there until compaction: erasure compacts)
+    assert not any(b"erasure-marker-1c9e" in f.read_bytes() for f in (tmp_path / "postings").iterdir())
 
 
 def test_a_posting_is_restoring_until_its_partition_has_caught_up():
