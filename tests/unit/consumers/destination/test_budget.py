@@ -111,3 +111,13 @@ def test_calls_refused_with_a_429_are_not_what_the_board_took():
     assert budget.allowed(budget.records) == 588
     assert admitted  # the admitted calls still count toward the window
     assert budget.admits(60_000) == 0 and budget.admits(61_002) > 0
+
+
+def test_with_no_rate_known_a_burst_starts_slow_and_again_after_a_window_idle():
+    budget = RateBudget(None, None)
+    calls = drain(budget, 2_000, 10, until=10_000)
+    assert sum(n for t, n in calls if t == 0) == 100  # 100 at once
+    assert sum(n for t, n in calls if t <= 1_000) == 200  # doubling every second
+    assert sum(n for t, n in calls if t <= 3_000) == 800
+    later = drain(budget, 200, 10, start=calls[-1][0] + WINDOW)  # the window empty again
+    assert sum(n for t, n in later if t == later[0][0]) == 100
