@@ -13,10 +13,11 @@ A board that publishes no budget is found as congestion control finds a link's c
 - **Decrease.** A `429` pauses every lane for its `Retry-After` (our own doubling backoff
   without one). What the window held that the board took is the rate that drew it: the
   budget's ceiling estimate (a board with a rolling window refuses when it holds its
-  budget). The rate resumes just under it (98 %): a multiplicative decrease, but never
-  below what the window shows the board allowed, and never by more than half at once (a
-  window that held little says more about other clients of the same budget than about its
-  size: no ceiling is taken from fewer than 60).
+  budget), of records or of requests, whichever the window filled. The rate resumes just
+  under it (98 %): a multiplicative decrease, but never below what the window shows the
+  board allowed, and never by more than half at once (a window that held little says more
+  about other clients of the same budget than about its size: no ceiling is taken from
+  fewer than 60).
 - **Increase.** While calls wait for the rate and the board takes what is sent, every
   10 s the rate climbs quickly (half the gap) back to just under the ceiling, then probes
   above it slowly (0.25 % of it a step); a ceiling no 429 confirmed for 5 minutes is
@@ -41,6 +42,7 @@ WINDOW_MS = 60_000
 MARGIN_MS = 1_000
 UNDER = 0.98  # after a 429: this share of what the window held (the ceiling)
 MOST_TAKEN = 0.5  # ... but at least this share of the rate before it
+FILLED = 0.5  # a 429 lowers the kinds whose window held at least this share of what it may
 # ... and never below a call (and a record) a second.
 FLOOR_PER_MINUTE = 60.0
 RAISE_EVERY_MS = 10_000
@@ -150,8 +152,14 @@ class RateBudget:
         self._throttles_in_a_row += 1
         self.paused_until = max(self.paused_until, now + pause)
         self._paced_at = max(self._paced_at, self.paused_until)  # no burst saved up while paused
-        self.records = self._lowered(self.records, self._in_window, now)
-        self.requests = self._lowered(self.requests, len(self._calls) - self._refused, now)
+        # The board does not say which budget it refused for: the one the window filled (both,
+        # when neither did).
+        kinds = ((self.records, self._in_window), (self.requests, len(self._calls) - self._refused))
+        filled = [used >= FILLED * self._cap(rate, now) for rate, used in kinds]
+        self.records, self.requests = (
+            self._lowered(rate, used, now) if full or not any(filled) else rate
+            for (rate, used), full in zip(kinds, filled, strict=True)
+        )
         self._changed_at = now
         return pause
 
