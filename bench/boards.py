@@ -53,7 +53,7 @@ class Writer:
                 Op.CREATED if version == 0 else Op.UPDATED,
                 f"{posting_id}:{version}",
                 uuid.uuid4().hex,
-                postings.posting(len(posting_id), title=f"Bench {posting_id}"),
+                postings.posting(len(posting_id), title=f"Bench {posting_id} v{version}"),
                 now,
                 now,
             )

@@ -50,15 +50,15 @@ def test_the_requests_budget_counts_calls_whatever_they_carry():
     assert budget.wait_ms(calls[-1][0], 0) > 0  # a call without records (a task poll) waits too
 
 
-def test_a_429_pauses_for_its_retry_after_and_lowers_the_rate():
+def test_a_429_pauses_for_its_retry_after_and_resumes_just_under_what_the_window_held():
     budget = RateBudget(None, None)  # Indeed publishes none
     for n in range(10):
         budget.spend(n * 100, 100)  # 1,000 records in a second
     pause = budget.throttled(1_000, retry_after_s=30)
     assert pause == 30_000
     assert budget.admits(29_999) == 0
-    found = budget.allowed(budget.records)
-    assert found is not None and 600 < found < 700  # 70 % of what the window held, per minute
+    assert budget.records.ceiling == 1_000  # what the board took when it refused
+    assert budget.allowed(budget.records) == 980  # just under it
     # Past the pause, the window must first drain to the lower rate.
     assert budget.wait_ms(1_000, 1) > 30_000
     assert budget.admits(budget.wait_ms(1_000, 1) + 1_000) > 0
@@ -77,7 +77,7 @@ def test_a_found_rate_rises_slowly_while_it_is_used_and_never_past_the_configure
     budget.spend(0, 500)
     budget.throttled(0, retry_after_s=0)
     low = budget.allowed(budget.records)
-    assert low is not None and low < 400
+    assert low == 500  # a 429 at most halves the rate
     now, seen = 0, [low]
     while budget.records.found is not None and now < 3_600_000:
         now += 1_000
@@ -106,7 +106,18 @@ def test_calls_refused_with_a_429_are_not_what_the_board_took():
     refused = [budget.spend(1, 100) for _ in range(20)]  # 20 calls in flight when the window filled
     for call in refused:
         budget.throttled(2, retry_after_s=58, call=call)
-    found = budget.allowed(budget.records)
-    assert found is not None and 400 < found < 430  # 70 % of the 600 taken, not of 2,600 asked for
+    assert budget.records.ceiling == 600  # the 600 taken, not the 2,600 asked for
+    assert budget.requests.found is None  # the window filled its records, not its calls
+    assert budget.allowed(budget.records) == 588
     assert admitted  # the admitted calls still count toward the window
     assert budget.admits(60_000) == 0 and budget.admits(61_002) > 0
+
+
+def test_with_no_rate_known_a_burst_starts_slow_and_again_after_a_window_idle():
+    budget = RateBudget(None, None)
+    calls = drain(budget, 2_000, 10, until=10_000)
+    assert sum(n for t, n in calls if t == 0) == 100  # 100 at once
+    assert sum(n for t, n in calls if t <= 1_000) == 200  # doubling every second
+    assert sum(n for t, n in calls if t <= 3_000) == 800
+    later = drain(budget, 200, 10, start=calls[-1][0] + WINDOW)  # the window empty again
+    assert sum(n for t, n in later if t == later[0][0]) == 100
