@@ -77,7 +77,7 @@ _READER_PURPOSES = {
 # and the settings that let retention and compaction act in time (erasure).
 _ALIGNED = ("message.timestamp.type", "segment.ms", "max.compaction.lag.ms")
 
-# Erasure (docs/decisions/0014-erasure.md): a deleted posting's text is gone from every topic
+# Erasure (docs/decisions/0015-erasure.md): a deleted posting's text is gone from every topic
 # we own within ERASURE_DAYS days. Each topic that may hold text has a time after which it
 # forgets it, made to act by closing a segment at least every `segment.ms` (retention and
 # compaction never touch the open segment):

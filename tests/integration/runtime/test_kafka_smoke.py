@@ -78,6 +78,15 @@ def test_topics_made_before_log_append_time_are_switched_to_it(kafka, topics: To
     entry = ConfigEntry("message.timestamp.type", "CreateTime", incremental_operation=AlterConfigOpType.SET)
     change = ConfigResource(ConfigResource.Type.TOPIC, topics.commands, incremental_configs=[entry])
     admin.incremental_alter_configs([change])[change].result(30)
+    # The change is acknowledged before every broker answers with it: wait until it does.
+    wait_until(
+        lambda: (
+            admin.describe_configs([resource])[resource].result(30)["message.timestamp.type"].value
+            == "CreateTime"
+        ),
+        30,
+        "the commands' timestamps to be the producers'",
+    )
 
     ensure_topics(kafka)
 
