@@ -13,6 +13,13 @@ would (their `accepted_at` is the write time).
    board's) over `WINDOWS` times the budget.
 2. Latency: no budget, 50 versions a second over 200 postings for 30 s; p50/p99 from the
    write to the version applied at each board (LinkedIn's once its task succeeded).
+3. Write → live, with the boards' own delays: LinkedIn's tasks run `TASK_DELAY_S` (its
+   documents say a task takes about five minutes), Indeed indexes a job `INDEXING_DELAY_S`
+   after receiving it ("minutes to hours"), the consumers at their default polling (tasks
+   every 2 s, a job not yet live read back every 60 s). 100 postings created over 20 s;
+   p50/p99 from the write to the job live at the board (the sandbox's `since`), and to the
+   consumer's delivery state saying so (the record's time in `jobpost.deliveries`: what
+   `GET /postings/{id}/deliveries` shows an employer).
 """
 
 from __future__ import annotations
@@ -21,17 +28,21 @@ import time
 import uuid
 
 import httpx
+from confluent_kafka import Message
 
 from bench.common import delete_prefix, local_kafka, percentiles
 from jobpost_dev.processes import Process, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients
+from runtime.replay import replay
 from schemas import codec
+from schemas.enums import ListingStatus
 from schemas.model import Op, PostingUpdate
 from schemas.topics import Topics
 from tests import postings
 
 BUDGET, WINDOWS, POSTINGS, VERSIONS = 600, 3, 600, 4
+TASK_DELAY_S, INDEXING_DELAY_S, LIVE_POSTINGS = 60, 120, 100
 BOARDS = ("linkedin", "indeed")
 
 
@@ -75,13 +86,15 @@ def applied(sandbox: str, board: str, posting_id: str) -> list[tuple[int, int]]:
 class Consumers:
     """One `jobpost consumer` per board, each serving /metrics on a port of its own."""
 
-    def __init__(self, kafka: KafkaSettings, sandbox: str, env: dict[str, dict[str, str]]) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, sandbox: str, env: dict[str, dict[str, str]], *, fast_tasks: bool = True
+    ) -> None:
         common = {
             **kafka_env(kafka),
             "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox}/linkedin",
             "JOBPOST_CONSUMER_INDEED__BASE_URL": f"{sandbox}/indeed",
-            "JOBPOST_CONSUMER_TASK_POLL_INTERVAL_S": "0.5",
             "JOBPOST_CONSUMER_DELIVER_EVERY_VERSION": "true",  # the backlog's every record is the load
+            **({"JOBPOST_CONSUMER_TASK_POLL_INTERVAL_S": "0.5"} if fast_tasks else {}),
         }
         self.ports = {b: free_port() for b in BOARDS}
         self.processes = [
@@ -184,6 +197,76 @@ def latency_run(kafka: KafkaSettings, sandbox: str, per_second: int = 50, second
         )
 
 
+def live_run(kafka: KafkaSettings, sandbox: str, seconds: int = 20) -> None:
+    httpx.delete(f"{sandbox}/_sandbox").raise_for_status()
+    httpx.put(f"{sandbox}/_sandbox/linkedin/limits", json={"task_delay_s": TASK_DELAY_S}).raise_for_status()
+    httpx.put(
+        f"{sandbox}/_sandbox/indeed/limits", json={"indexing_delay_s": INDEXING_DELAY_S}
+    ).raise_for_status()
+    writer = Writer(kafka)
+    postings = [f"live-{n}-{uuid.uuid4().hex[:6]}" for n in range(LIVE_POSTINGS)]
+    started = Consumers(kafka, sandbox, {}, fast_tasks=False)
+    try:
+        begin = time.monotonic()
+        for n, posting_id in enumerate(postings):
+            wait_until(lambda: time.monotonic() - begin >= n * seconds / len(postings), 5, "the next write")
+            writer.write([posting_id])
+        for board in BOARDS:
+            wait_until(
+                lambda: len(live_at_board(sandbox, board, postings)) == len(postings),
+                TASK_DELAY_S + INDEXING_DELAY_S + 300,
+                f"every job live at {board}",
+                interval=2,
+            )
+        shown: dict[str, dict[str, int]] = {b: {} for b in BOARDS}
+        wait_until(
+            lambda: all(len(shown_live(kafka, b, shown[b])) == len(postings) for b in BOARDS),
+            300,
+            "every delivery state to say live",
+            interval=5,
+        )
+    finally:
+        started.stop()
+    for board in BOARDS:
+        at_board = live_at_board(sandbox, board, postings)
+        written = {p: writer.written_at[(p, 0)] for p in postings}
+        to_board = [(at_board[p] - written[p]) / 1000 for p in postings]
+        to_us = [(shown[board][p] - written[p]) / 1000 for p in postings]
+        print(
+            f"{board}: write -> live at the board {percentiles(to_board)}; "
+            f"write -> live in /deliveries {percentiles(to_us)}"
+        )
+
+
+def live_at_board(sandbox: str, board: str, postings: list[str]) -> dict[str, int]:
+    """posting id -> when its job went live at the board (the sandbox's `since`)."""
+    found = {}
+    for posting_id in postings:
+        jobs = httpx.get(f"{sandbox}/_sandbox/{board}/jobs", params={"posting_id": posting_id}, timeout=10)
+        for job in jobs.json()["jobs"]:
+            if job["status"] == "live":
+                found[posting_id] = job["since"]
+    return found
+
+
+def shown_live(kafka: KafkaSettings, board: str, shown: dict[str, int]) -> dict[str, int]:
+    """posting id -> the time of the first delivery state of `board` saying its job is live."""
+    topic = Topics(kafka.topic_prefix).deliveries
+
+    def seen(message: Message) -> None:
+        value = message.value()
+        if value is None:
+            return
+        state = codec.delivery_states().decode(value)
+        live = state.job is not None and state.job.status == ListingStatus.LIVE
+        if state.destination == board and live and state.posting_id not in shown:
+            shown[state.posting_id] = message.timestamp()[1]
+
+    partitions = KafkaClients(kafka).admin().list_topics(topic, timeout=10).topics[topic].partitions
+    replay(kafka, topic, sorted(partitions), seen)
+    return shown
+
+
 def main() -> None:
     port = free_port()
     sandbox = f"http://127.0.0.1:{port}"
@@ -192,11 +275,12 @@ def main() -> None:
     try:
         wait_until(lambda: _answers(sandbox), 30, "the sandbox")
         budget_run(kafka, sandbox)
-        latency_kafka = local_kafka()
-        try:
-            latency_run(latency_kafka, sandbox)
-        finally:
-            delete_prefix(latency_kafka)
+        for run in (latency_run, live_run):
+            run_kafka = local_kafka()
+            try:
+                run(run_kafka, sandbox)
+            finally:
+                delete_prefix(run_kafka)
     finally:
         process.stop()
         delete_prefix(kafka)
