@@ -175,3 +175,11 @@ class EmployersFile:
 def employers_at(path: Path | None) -> Employers:
     """The registry a board consumer reads: the file at `path`, watched, or the sandbox's."""
     return FixedEmployers(SANDBOX_REGISTRY) if path is None else EmployersFile(path)
+
+
+def employers_for(given: EmployerRegistry | Employers | None, path: Path | None) -> Employers:
+    """What a board adapter reads: the registry or employers it was given (a test's), else
+    those of `employers_at(path)`."""
+    if isinstance(given, EmployerRegistry):
+        return FixedEmployers(given)
+    return given or employers_at(path)

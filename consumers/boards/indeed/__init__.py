@@ -50,7 +50,7 @@ from consumers.boards.indeed.request import (
     job_for,
 )
 from consumers.boards.settings import BoardSettings
-from listing.employers import EmployerRegistry, Employers, FixedEmployers, employers_at
+from listing.employers import EmployerRegistry, Employers, employers_for
 from schemas.model import Destination
 
 
@@ -82,9 +82,7 @@ class IndeedAdapter:
         self.client = client
         self.settings = settings
         self.max_batch = settings.max_batch
-        if isinstance(employers, EmployerRegistry):
-            employers = FixedEmployers(employers)
-        self.employers = employers or employers_at(settings.employers_file)
+        self.employers = employers_for(employers, settings.employers_file)
 
     async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
         """The batch's upserts in one call (a close of a job whose id was never kept among

@@ -32,7 +32,7 @@ from consumers.boards.linkedin.request import (
     id_chunks,
 )
 from consumers.boards.settings import BoardSettings
-from listing.employers import EmployerRegistry, Employers, FixedEmployers, employers_at
+from listing.employers import EmployerRegistry, Employers, employers_for
 from schemas.model import Destination
 
 
@@ -90,9 +90,7 @@ class LinkedInAdapter:
     ) -> None:
         self.client = client
         self.settings = settings
-        if isinstance(employers, EmployerRegistry):
-            employers = FixedEmployers(employers)
-        self.employers = employers or employers_at(settings.employers_file)
+        self.employers = employers_for(employers, settings.employers_file)
 
     async def send(self, actions: Sequence[JobAction], token: str) -> list[ElementOutcome]:
         outcomes, sent = prepare(actions, lambda action: element_for(action, self.employers.current()))
