@@ -72,12 +72,7 @@ def element_outcomes(answer: Answer, actions: Sequence[JobAction]) -> list[Eleme
 
 def task_outcomes(answer: Answer, asked: Sequence[str]) -> dict[str, TaskOutcome]:
     """Where each task of `asked` stands; a task the answer leaves out stays unknown."""
-    if whole_call(answer, 1) is not None:  # a poll carries no posting: its refusal is the call's
-        raise CallFailed(f"{answer.board} refused the task poll ({answer.status}): {excerpt(answer.text)}")
-    body = answer.json()
-    results = body.get("results") if isinstance(body, dict) else None
-    if not isinstance(results, dict):
-        raise answer.unintelligible("has no task results")
+    results = _results(answer, "the task poll", "task results")
     found: dict[str, TaskOutcome] = {}
     for task_id in asked:
         result = results.get(task_id)
@@ -98,18 +93,25 @@ def task_outcomes(answer: Answer, asked: Sequence[str]) -> dict[str, TaskOutcome
 
 def listings(answer: Answer, asked: Sequence[str]) -> dict[str, BoardListing]:
     """The job posting status of each posting id of `asked` the answer names."""
-    if whole_call(answer, 1) is not None:  # a status read carries no posting: its refusal is the call's
-        raise CallFailed(f"{answer.board} refused the status read ({answer.status}): {excerpt(answer.text)}")
-    body = answer.json()
-    results = body.get("results") if isinstance(body, dict) else None
-    if not isinstance(results, dict):
-        raise answer.unintelligible("has no job posting statuses")
+    results = _results(answer, "the status read", "job posting statuses")
     found: dict[str, BoardListing] = {}
     for posting_id in asked:
         result = results.get(posting_id)
         if isinstance(result, dict):
             found[posting_id] = _listing(result)
     return found
+
+
+def _results(answer: Answer, call: str, things: str) -> dict[str, Any]:
+    """The `results` map of a batch read (a task poll, a status read). Such a call carries no
+    posting, so a refusal of it is the call's, not a version's."""
+    if whole_call(answer, 1) is not None:
+        raise CallFailed(f"{answer.board} refused {call} ({answer.status}): {excerpt(answer.text)}")
+    body = answer.json()
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, dict):
+        raise answer.unintelligible(f"has no {things}")
+    return results
 
 
 def _element_outcome(element: Any, action: JobAction) -> ElementOutcome:
