@@ -1,6 +1,7 @@
-"""`python -m bench [floor] [write] [system] [delivery] [search] [bulk] [codec]`: run benchmarks,
-print numbers. All but `codec` use the local servers (`floor` Kafka alone); `system` and `bulk`
-start the whole system as `make run` does. `python -m bench scale [--postings N]` (not in the default
+"""`python -m bench [floor] [idle] [write] [system] [delivery] [search] [bulk] [codec]`: run
+benchmarks, print numbers. All but `codec` use the local servers (`floor` Kafka alone); `idle`,
+`system` and `bulk` start the whole system as `make run` does (`idle`: the cores each component
+spends at rest, and its busiest threads). `python -m bench scale [--postings N]` (not in the default
 list: it takes long) measures restarts, takeovers, memory and disk with N postings;
 `python -m bench profile` samples every thread of the API under the write load (py-spy), as
 `python -m bench bulk --sample-api` does while the API accepts the bulk load;
@@ -9,10 +10,11 @@ and write-to-board latency."""
 
 import argparse
 
-from bench import boards, bulk, codec, delivery, floor, profile, scale, search, whole_system, write_path
+from bench import boards, bulk, codec, delivery, floor, idle, profile, scale, search, whole_system, write_path
 
 BENCHMARKS = {
     "floor": floor.main,
+    "idle": idle.main,
     "write": write_path.main,
     "system": whole_system.main,
     "delivery": delivery.main,

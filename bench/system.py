@@ -33,11 +33,13 @@ COMPONENTS = {
     "linkedin": "consumer linkedin",
     "indeed": "consumer indeed",
     "indexer": "indexer",
+    "webhooks": "webhooks",
     "sandbox": "sandbox",
 }
 WORKERS = ("linkedin", "indeed", "indexer")  # in the order of their metrics ports (supervisor)
 SERVERS = {"kafka": "kafka.Kafka", "elasticsearch": "org.elasticsearch.bootstrap.Elasticsearch"}
 _TICK = os.sysconf("SC_CLK_TCK")
+Pids = dict[str, list[int]]  # the system's processes by component (System.pids reads all of /proc)
 
 
 @dataclass
@@ -58,20 +60,23 @@ class System:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {TOKEN}"}
 
-    def pids(self) -> dict[str, list[int]]:
+    def pids(self) -> Pids:
         found = {
             name: component_pids(command, self.kafka.topic_prefix) for name, command in COMPONENTS.items()
         }
         found.update({name: java_pids(main) for name, main in SERVERS.items()})
+        prometheus = prometheus_pids(self.kafka.topic_prefix)
+        if prometheus:  # make run starts it when it is installed
+            found["prometheus"] = prometheus
         return found
 
 
-def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
+def cpu_seconds(pids: Pids) -> dict[str, float]:
     """User + system CPU each process has used so far (all its threads)."""
-    return {name: sum(_cpu_of(pid) for pid in numbers) for name, numbers in pids.items()}
+    return {name: sum(cpu_of(pid) for pid in numbers) for name, numbers in pids.items()}
 
 
-def rss_mib(pids: dict[str, list[int]]) -> dict[str, float]:
+def rss_mib(pids: Pids) -> dict[str, float]:
     """Resident memory of each process (all its pids), MiB."""
     found: dict[str, float] = {}
     for name, numbers in pids.items():
@@ -87,7 +92,7 @@ def rss_mib(pids: dict[str, list[int]]) -> dict[str, float]:
     return found
 
 
-def _cpu_of(pid: int, stat: str = "") -> float:
+def cpu_of(pid: int, stat: str = "") -> float:
     try:
         fields = Path(stat or f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
@@ -114,8 +119,23 @@ def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
         except OSError:
             continue
         name = named.get(int(task.name)) or re.sub(r"[:#/].*$|\d+$", "", comm) or comm
-        spent[name.replace(f"{prefix}.", "")] += _cpu_of(int(task.name), f"/proc/{pid}/task/{task.name}/stat")
+        spent[name.replace(f"{prefix}.", "")] += cpu_of(int(task.name), f"/proc/{pid}/task/{task.name}/stat")
     return dict(spent)
+
+
+def prometheus_pids(topic_prefix: str) -> list[int]:
+    """The Prometheus `jobpost run` started for the system with this topic prefix."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or (proc / "comm").read_text().strip() != "prometheus":
+                continue
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"JOBPOST_KAFKA_TOPIC_PREFIX={topic_prefix}\0".encode() in environ:
+            found.append(int(proc.name))
+    return found
 
 
 def java_pids(main_class: str) -> list[int]:

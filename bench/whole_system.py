@@ -17,15 +17,14 @@ from dataclasses import dataclass
 import httpx
 
 from bench import stages, write_path
-from bench.system import System, cpu_seconds, rss_mib, running_system
+from bench.idle import at_rest, cores_table
+from bench.system import Pids, System, cpu_seconds, rss_mib, running_system
 from schemas.topics import BOARDS
 
 SECONDS = 20.0
-AT_REST_S = 5.0
 QUIET_FOR_S = 2.0  # the system's CPU back near its rate at rest for this long
 QUIET_WITHIN_S = 120.0
 SEARCH_PROCESSES = ("elasticsearch", "indexer")
-Pids = dict[str, list[int]]  # the system's processes, found once (System.pids reads all of /proc)
 
 
 @dataclass
@@ -39,14 +38,6 @@ class Phase:
     def cpu_ms_per_update(self, without: tuple[str, ...] = ()) -> float:
         spent = sum(seconds for name, seconds in self.cpu_s.items() if name not in without)
         return 1000 * spent / max(self.accepted, 1)
-
-
-def at_rest(pids: Pids) -> dict[str, float]:
-    """Each process's CPU per second while nothing is asked of the system."""
-    before = cpu_seconds(pids)
-    time.sleep(AT_REST_S)
-    after = cpu_seconds(pids)
-    return {name: (after[name] - before[name]) / AT_REST_S for name in before}
 
 
 def until_quiet(pids: Pids, idle: dict[str, float]) -> float:
@@ -146,6 +137,7 @@ def main(seconds: float = SECONDS) -> None:
         "process of the system from the load's start until it is quiet again, less its rate at rest "
         f"({100 * sum(idle.values()):.0f} % of a core)"
     )
+    print(cores_table(idle))
     print(
         "| load | updates/s | p50 ms | p99 ms | p99.9 ms | errors | client "
         "| CPU ms per update | … without search | quiet after |"
