@@ -68,7 +68,8 @@ def kafka(kafka_bootstrap: str, unique: str) -> Iterator[KafkaSettings]:
 
 def records_holding(kafka: KafkaSettings, marker: bytes) -> list[str]:
     """Where the marker lies in the system's topics: `topic[partition]@offset`, each record
-    read raw from the partition's start to its end (aborted ones too)."""
+    read raw from the partition's start to its end (aborted ones too). Every partition is read
+    at once, so a whole read takes a second or two and the fillers keep coming."""
     admin = KafkaClients(kafka).admin()
     names = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{kafka.topic_prefix}.")]
     assert len(names) >= len(Topics(kafka.topic_prefix).specs(3, 1))
@@ -78,39 +79,50 @@ def records_holding(kafka: KafkaSettings, marker: bytes) -> list[str]:
             "group.id": f"{kafka.topic_prefix}-erasure-check-{uuid.uuid4().hex[:8]}",
             "isolation.level": "read_uncommitted",
             "enable.auto.commit": False,
-            "enable.partition.eof": True,
+            "enable.partition.eof": True,  # past a transaction's marker, the last offset is no record
+            # A start that retention moved while this read: on from where the partition begins now.
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 20,  # a partition read to its end says so at once
         }
     )
-    found = []
     try:
+        ends: dict[tuple[str, int], int] = {}
+        starts = []
         for name in names:
             for partition in admin.list_topics(name, timeout=10).topics[name].partitions:
-                found += _holding(reader, name, partition, marker)
+                start, end = reader.get_watermark_offsets(
+                    TopicPartition(name, partition), timeout=10, cached=False
+                )
+                if start < end:
+                    ends[(name, partition)] = end
+                    starts.append(TopicPartition(name, partition, start))
+        return _holding(reader, starts, ends, marker)
     finally:
         reader.close()
-    return found
 
 
-def _holding(reader: Consumer, topic: str, partition: int, marker: bytes) -> list[str]:
-    start, end = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
-    if start >= end:
-        return []
-    reader.assign([TopicPartition(topic, partition, start)])
-    found, deadline = [], time.monotonic() + 30
-    while time.monotonic() < deadline:
+def _holding(
+    reader: Consumer, starts: list[TopicPartition], ends: dict[tuple[str, int], int], marker: bytes
+) -> list[str]:
+    """Read each partition from its start to its end (`ends`: the offset after its last record)."""
+    reader.assign(starts)
+    found, deadline = [], time.monotonic() + 60
+    while ends:
+        assert time.monotonic() < deadline, f"not read to their ends in 60 s: {sorted(ends)}"
         message = reader.poll(0.5)
         if message is None:
             continue
+        place = (message.topic(), message.partition())
         if message.error() is not None:
             if message.error().code() == KafkaError._PARTITION_EOF:
-                return found
+                ends.pop(place, None)
             continue
         headers = b"".join(k.encode() + (v or b"") for k, v in message.headers() or [])
         if marker in (message.key() or b"") + (message.value() or b"") + headers:
-            found.append(f"{topic}[{partition}]@{message.offset()}")
-        if message.offset() >= end - 1:
-            return found
-    raise AssertionError(f"{topic}[{partition}] not read to its end ({end}) in 30 s")
+            found.append(f"{place[0]}[{place[1]}]@{message.offset()}")
+        if place in ends and message.offset() >= ends[place] - 1:
+            del ends[place]
+    return found
 
 
 def files_holding(folders: list[Path], marker: bytes) -> list[str]:
