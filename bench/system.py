@@ -156,7 +156,7 @@ def running_system() -> Iterator[System]:
     """Started, ready (/readyz 200), and afterwards stopped with its topics and index gone."""
     kafka = local_kafka()
     elasticsearch = os.environ.get("ELASTICSEARCH_URL") or stack.StackSettings().elasticsearch_url
-    api_port, sandbox_port, metrics_base = free_port(), free_port(), _three_free_ports()
+    api_port, sandbox_port, metrics_base = free_port(), free_port(), _metrics_ports()
     alias = f"{kafka.topic_prefix}-postings"
     env = {
         **kafka_env(kafka),
@@ -201,12 +201,13 @@ def _ready(system: System) -> bool:
         return False
 
 
-def _three_free_ports() -> int:
-    """A base port with the two after it free too (`JOBPOST_METRICS_PORT_BASE` + 0, 1, 2)."""
+def _metrics_ports() -> int:
+    """A base port with the three after it free too (`JOBPOST_METRICS_PORT_BASE` + 0, 1, 2:
+    LinkedIn, Indeed, the indexer; + 3: the webhooks dispatcher)."""
     while True:
         base = free_port()
         try:
-            for offset in (1, 2):
+            for offset in (1, 2, 3):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", base + offset))
         except OSError:
