@@ -35,12 +35,16 @@ Statistics = Callable[[str], None]  # librdkafka's statistics, a JSON document
 # give up on a silent broker after this long instead.
 _WRITE_PATH_SOCKET_TIMEOUT_MS = 5_000
 
-# A reader no answer waits on (the board consumers, the indexer, the API's delivery views)
-# lets the broker gather up to 100 ms of records into one fetch instead of answering every
-# append on its own (fetch.min.bytes 1): at 100 updates/s each such reader then wakes ten
-# times a second rather than a hundred, and its batch (a board call, a search bulk, a store
-# write) carries what arrived meanwhile. A full fetch is answered at once.
-_GATHERED_FETCH = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 256 * 1024}
+# A reader of a busy topic no answer waits on (the board consumers, the indexer, the API's
+# delivery views) lets the broker gather up to 250 ms of records into one fetch instead of
+# answering every append on its own (fetch.min.bytes 1): at 100 updates/s each such reader
+# then wakes four times a second rather than a hundred, and its batch (a board call, a search
+# bulk, a store write) carries what arrived meanwhile. A full fetch is answered at once. An
+# idle reader's fetches are the broker's work at rest: each waits out its 250 ms and asks
+# again (at 100 ms, the whole system at rest spent 0.05-0.07 cores in the broker on them;
+# `python -m bench idle`). A rarely written topic (a redrive) is read with Kafka's defaults:
+# a record is answered at once, an idle fetch waits 500 ms.
+_GATHERED_FETCH = {"fetch.wait.max.ms": 250, "fetch.min.bytes": 256 * 1024}
 
 # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for records
 # before the end is reported: a reader that stops there (a replay, every restore of a

@@ -50,7 +50,9 @@ class DispatcherSettings(Settings):
         default=1.0, gt=0, description="how often finished offsets are committed"
     )
     registrations_check_s: float = Field(
-        default=0.1, gt=0, description="how often the registrations' end is asked for (new endpoints)"
+        default=0.1,
+        gt=0,
+        description="while an event waits, how often the registrations' end is asked for (new endpoints)",
     )
     metrics_port: int = Field(default=0, ge=0, description="serve /metrics on <metrics_host>:<port> (0: off)")
     metrics_host: str = Field(default="127.0.0.1", description="0.0.0.0 in a container")

@@ -2,8 +2,10 @@
 from its beginning and followed on a thread of its own, with the secrets each signs with.
 
 An event is matched against the endpoints only once they are known as of the moment the
-event was read: the follower asks where the topic ends every `check_s` and, once it has read
-that far, records when it asked (`caught_up_at`, monotonic). An endpoint acknowledged
+event was read: while an event waits (`wait_caught_up`), the follower asks where the topic
+ends, at most every `check_s`, and, once it has read that far, records when it asked
+(`caught_up_at`, monotonic). With no event waiting it asks nothing (an idle dispatcher's
+follower would otherwise ask the broker ten times a second). An endpoint acknowledged
 before an event was appended is in the topic before that moment, so an event read at time
 t and matched after `caught_up_at >= t` cannot miss it (`wait_caught_up`). Without that, an
 employer who registers an endpoint and then changes a posting could miss the first events.
@@ -45,6 +47,7 @@ class EndpointRegistry:
         self.check_s = check_s
         self.on_change = on_change or (lambda _endpoint_id: None)
         self.caught_up_at = float("-inf")  # monotonic: every endpoint written before it is known
+        self._wanted = float("-inf")  # monotonic: the latest moment an event waits to be caught up to
         self.failure: BaseException | None = None
         self._endpoints: dict[str, WebhookEndpoint] = {}
         self._by_employer: dict[str, set[str]] = {}
@@ -96,6 +99,7 @@ class EndpointRegistry:
 
     async def wait_caught_up(self, read_at: float) -> None:
         """Return once every endpoint written before `read_at` (monotonic) is known."""
+        self._wanted = max(self._wanted, read_at)
         while self.caught_up_at < read_at:
             if self.failure is not None:
                 raise RuntimeError("the endpoints' follower failed") from self.failure
@@ -103,9 +107,9 @@ class EndpointRegistry:
 
     def _run(self) -> None:
         topics = Topics(self.kafka.topic_prefix)
-        consumer = KafkaClients(self.kafka).reader(
-            topics.reader_group(ReaderGroup.WEBHOOK_ENDPOINTS), prompt_end=True
-        )
+        # Read to where the topic ends is told by the consumer's position, not by an
+        # end-of-partition event: its fetches may wait (a record is answered at once).
+        consumer = KafkaClients(self.kafka).reader(topics.reader_group(ReaderGroup.WEBHOOK_ENDPOINTS))
         # Ends are asked of a consumer of its own: a broker answers a connection's requests in
         # turn, so one asked of the reading consumer waits behind its fetch.
         probe = KafkaClients(self.kafka).probe(topics.reader_group(ReaderGroup.WEBHOOK_PROBE))
@@ -114,14 +118,15 @@ class EndpointRegistry:
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
             asked_at, ends = float("-inf"), {p: 0 for p in partitions}
             while not self._stopping.is_set():
-                if time.monotonic() - asked_at >= self.check_s:
+                waited_for = self._wanted > self.caught_up_at
+                if waited_for and time.monotonic() - asked_at >= self.check_s:
                     asking = time.monotonic()
                     try:
                         ends = {p: self._end(probe, p) for p in partitions}
                         asked_at = asking
                     except KafkaException as exc:  # its leader gone: asked again next time
                         log.debug("the endpoints' end not known yet: %s", exc)
-                for message in poll_batch(consumer, 500, 0.02):
+                for message in poll_batch(consumer, 500, 0.02 if waited_for else 0.1):
                     if is_record(message):
                         self._take(message)
                 if self._reached(consumer, ends) and asked_at > self.caught_up_at:

@@ -4,15 +4,18 @@ told to the lanes."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import pytest
+from confluent_kafka import TopicPartition
 from cryptography.fernet import Fernet
 
 from runtime.kafka import KafkaSettings
 from runtime.webhook_secrets import SecretBox, SecretUnreadable
 from schemas.webhooks import WebhookSecret
 from tests.unit.webhooks.fakes import START, endpoint, event
+from webhooks import endpoints as endpoints_module
 from webhooks.endpoints import EndpointRegistry
 
 BOX = SecretBox([Fernet.generate_key().decode()])
@@ -74,3 +77,49 @@ def test_matching_waits_until_the_endpoints_are_known_as_of_the_read():
         return blocked
 
     assert asyncio.run(run())
+
+
+class _Topic:
+    """The endpoints topic as the follower sees it: one partition, `end` records, all read."""
+
+    def __init__(self, end: int) -> None:
+        self.end, self.ends_asked = end, 0
+
+    def list_topics(self, topic: str, timeout: float) -> object:
+        partitions = type("Metadata", (), {"partitions": {0: None}})
+        return type("Cluster", (), {"topics": {topic: partitions}})
+
+    def assign(self, partitions: list[TopicPartition]) -> None: ...
+
+    def poll(self, timeout: float) -> None:
+        time.sleep(timeout)  # nothing new
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self.end) for tp in partitions]
+
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float, cached: bool) -> tuple[int, int]:
+        self.ends_asked += 1
+        return 0, self.end
+
+    def close(self) -> None: ...
+
+
+def test_the_follower_asks_where_the_topic_ends_only_while_an_event_waits(monkeypatch):
+    """An idle dispatcher asks the broker nothing; an event's wait is answered."""
+    topic = _Topic(end=3)
+    clients = type("Clients", (), {"reader": lambda self, group: topic, "probe": lambda self, group: topic})
+    monkeypatch.setattr(endpoints_module, "KafkaClients", lambda kafka: clients())
+    endpoints = EndpointRegistry(KafkaSettings(), "jobpost.webhooks", BOX, check_s=0.01)
+    endpoints.start()
+    try:
+        time.sleep(0.3)  # thirty check intervals with no event waiting
+        idle_asks = topic.ends_asked
+
+        async def an_event_waits() -> None:
+            await asyncio.wait_for(endpoints.wait_caught_up(time.monotonic()), 2)
+
+        asyncio.run(an_event_waits())
+    finally:
+        endpoints.stop()
+    assert idle_asks == 0
+    assert topic.ends_asked >= 1 and endpoints.failure is None
