@@ -229,13 +229,20 @@ class Polling:
             moved = [tp for tp in mine if self._committed.get((topic, tp.partition)) != tp.offset]
             if moved:
                 try:
-                    consumer.commit(offsets=moved, asynchronous=False)
+                    answered = consumer.commit(offsets=moved, asynchronous=False) or []
                 except KafkaException as exc:
                     # A coordinator on the move after its broker left, a rebalance: the next
                     # commit carries these offsets along, and what is read again is harmless.
                     log.warning("commit failed (the next one covers it): %s", exc)
                     continue
-                self._committed.update({(topic, tp.partition): tp.offset for tp in moved})
+                # A partition the broker refused (its own error in the answer) is asked again.
+                refused = {tp.partition for tp in answered if tp.error is not None}
+                if refused:
+                    errors = {tp.partition: str(tp.error) for tp in answered if tp.error is not None}
+                    log.warning("%s: commit refused for partitions %s (asked again next time)", topic, errors)
+                self._committed.update(
+                    {(topic, tp.partition): tp.offset for tp in moved if tp.partition not in refused}
+                )
             if mine and consumer is self.member:  # jobpost_consumer_lag of the group, moved or not
                 record_lag(consumer, self.group, mine)
 
