@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from pathlib import Path
 
-from bench.system import Pids, cpu_of, cpu_seconds, running_system
+from bench.system import Pids, cpu_seconds, running_system, tasks_cpu
 
 SETTLE_S = 30.0  # after /readyz: partitions assigned, stores restored, first scrapes done
 AT_REST_S = 30.0
@@ -40,17 +39,8 @@ def threads(pids: list[int]) -> dict[str, float]:
     with its numbers dropped (`rdk:broker1` and `rdk:broker2` are one kind)."""
     spent: dict[str, float] = defaultdict(float)
     for pid in pids:
-        try:
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                comm = (task / "comm").read_text().strip()
-            except OSError:
-                continue
-            kind = re.sub(r"[-_:#/]?\d+$|\d+", "", comm) or comm
-            spent[kind] += cpu_of(int(task.name), f"{task}/stat")
+        for _, comm, cpu in tasks_cpu(pid):
+            spent[re.sub(r"[-_:#/]?\d+$|\d+", "", comm) or comm] += cpu
     return dict(spent)
 
 

@@ -100,6 +100,20 @@ def cpu_of(pid: int, stat: str = "") -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
 
 
+def tasks_cpu(pid: int) -> Iterator[tuple[int, str, float]]:
+    """Each thread of the process: (its id, its OS name, the CPU seconds it has used)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return
+    for task in tasks:
+        try:
+            comm = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        yield int(task.name), comm, cpu_of(int(task.name), f"{task}/stat")
+
+
 def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
     """CPU seconds of each thread of a Python process, by what the thread is: its Python
     name (py-spy tells it), else its OS name (librdkafka's `rdk:*`, RocksDB's ...), threads
@@ -113,13 +127,9 @@ def thread_cpu(pid: int, prefix: str) -> dict[str, float]:
     )
     named = {t["os_thread_id"]: t["thread_name"] for t in json.loads(dump.stdout) if t.get("thread_name")}
     spent: dict[str, float] = defaultdict(float)
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            comm = (task / "comm").read_text().strip()
-        except OSError:
-            continue
-        name = named.get(int(task.name)) or re.sub(r"[:#/].*$|\d+$", "", comm) or comm
-        spent[name.replace(f"{prefix}.", "")] += cpu_of(int(task.name), f"/proc/{pid}/task/{task.name}/stat")
+    for tid, comm, cpu in tasks_cpu(pid):
+        name = named.get(tid) or re.sub(r"[:#/].*$|\d+$", "", comm) or comm
+        spent[name.replace(f"{prefix}.", "")] += cpu
     return dict(spent)
 
 
