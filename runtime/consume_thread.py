@@ -56,9 +56,6 @@ class Polling:
         self._fetched: set[int] = set()  # of those, opened and assigned to the clients
         self._held = False  # too much is unfinished: every partition paused
         self._read_to: dict[tuple[str, int], int] = {}  # (topic, partition) -> the next offset to read
-        # (topic, partition) -> the offset this member last committed there: an unchanged one
-        # is not committed again (an idle group would append to __consumer_offsets each second).
-        self._committed: dict[tuple[str, int], int] = {}
         self._barriers: dict[int, list[tuple[tuple[str, ...], asyncio.Future[dict[str, int]]]]] = {}
         self._thread = threading.Thread(target=self._run, name="kafka-polling", daemon=True)
 
@@ -207,9 +204,8 @@ class Polling:
         fetched = [p for p in numbers if p in self._fetched]
         self._fetched -= set(numbers)
         self._owned -= set(numbers)
-        for known in (self._read_to, self._committed):
-            for key in [key for key in known if key[1] in numbers]:
-                del known[key]
+        for key in [key for key in self._read_to if key[1] in numbers]:
+            del self._read_to[key]
         consumer.incremental_unassign([TopicPartition(self.topic, p) for p in fetched])
         for follower, topic in self.followers if fetched else ():
             follower.incremental_unassign([TopicPartition(topic, p) for p in fetched])
@@ -226,24 +222,16 @@ class Polling:
     def _commit(self, offsets: list[TopicPartition]) -> None:
         for consumer, topic in self._clients():
             mine = [tp for tp in offsets if tp.topic == topic]
-            moved = [tp for tp in mine if self._committed.get((topic, tp.partition)) != tp.offset]
-            if moved:
-                try:
-                    answered = consumer.commit(offsets=moved, asynchronous=False) or []
-                except KafkaException as exc:
-                    # A coordinator on the move after its broker left, a rebalance: the next
-                    # commit carries these offsets along, and what is read again is harmless.
-                    log.warning("commit failed (the next one covers it): %s", exc)
-                    continue
-                # A partition the broker refused (its own error in the answer) is asked again.
-                refused = {tp.partition for tp in answered if tp.error is not None}
-                if refused:
-                    errors = {tp.partition: str(tp.error) for tp in answered if tp.error is not None}
-                    log.warning("%s: commit refused for partitions %s (asked again next time)", topic, errors)
-                self._committed.update(
-                    {(topic, tp.partition): tp.offset for tp in moved if tp.partition not in refused}
-                )
-            if mine and consumer is self.member:  # jobpost_consumer_lag of the group, moved or not
+            if not mine:
+                continue
+            try:
+                consumer.commit(offsets=mine, asynchronous=False)
+            except KafkaException as exc:
+                # A coordinator on the move after its broker left, a rebalance: the next
+                # commit carries these offsets along, and what is read again is harmless.
+                log.warning("commit failed (the next one covers it): %s", exc)
+                continue
+            if consumer is self.member:  # jobpost_consumer_lag of the group
                 record_lag(consumer, self.group, mine)
 
     def _hold(self, full: bool) -> None:

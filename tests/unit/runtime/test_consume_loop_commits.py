@@ -162,24 +162,3 @@ def test_each_commit_is_heard_with_its_offsets() -> None:
         await running
 
     asyncio.run(asyncio.wait_for(main(), 10))
-
-
-def test_an_offset_already_committed_is_not_committed_again() -> None:
-    """An idle group commits nothing: each commit would be a record in __consumer_offsets."""
-
-    async def main() -> None:
-        member, work = Member(failing=0), Work()
-        loop, running = await started(member, work)
-        for offset in range(3):
-            member.queued.put(record(offset))
-        await until(lambda: 3 in member.committed, "offset 3 committed")
-        await asyncio.sleep(0.3)  # fifteen commit intervals with nothing new
-        member.queued.put(record(3))
-        await until(lambda: 4 in member.committed, "offset 4 committed")
-
-        assert member.committed.count(3) == 1, member.committed
-        assert member.committed == sorted(set(member.committed))  # each offset once, in order
-        loop.stop()
-        await running
-
-    asyncio.run(asyncio.wait_for(main(), 10))
