@@ -10,8 +10,8 @@ known as of its reading (`webhooks.endpoints`); for each match a delivery is wri
 `jobpost.webhook-pending` and, once Kafka acknowledged every one of a batch, queued in its
 lane (`webhooks.lanes`) and the record finished. So a restart loses nothing: what was read
 but not queued is read again, what was queued is restored from `jobpost.webhook-pending`
-(`webhooks.pending`), and what was delivered since its source was last committed is
-recognised and not sent again.
+(`webhooks.pending`), and what was delivered since its source was last committed (before
+the restart or after it) is recognised and not sent again.
 
 A partition's records are queued by one task at a time, in the order they were read, a batch
 once both sources are read to where they ended when asked (`ConsumeLoop.caught_up`), so the
@@ -71,7 +71,9 @@ class _Read:
 class _Partition:
     """What the dispatcher holds of a partition it reads."""
 
-    finished_lately: dict[str, tuple[str, int]]  # delivery key -> (source, offset): `pending.Restored`
+    # delivery key -> (source, offset): what finished, as restored (`pending.Restored`) and
+    # since, until its source is committed past it (`Dispatcher._committed`)
+    finished_lately: dict[str, tuple[str, int]]
     inbox: list[_Read] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)  # queueing its batches, its replays
@@ -94,7 +96,9 @@ class Dispatcher:
         self.registry = EndpointRegistry(
             self.kafka, self.topics.webhooks, box, settings.registrations_check_s, self._endpoint_changed
         )
-        self.outcomes = KafkaOutcomes(self.producer, self.topics, self.registry, self.clock)
+        self.outcomes = KafkaOutcomes(
+            self.producer, self.topics, self.registry, self.clock, on_finished=self._finished
+        )
         schedule = RetrySchedule(settings.retry_schedule_s, settings.retry_jitter, settings.retry_after_max_s)
         self.scheduler = DeliveryScheduler(
             self.registry,
@@ -312,6 +316,14 @@ class Dispatcher:
             len(queued),
             partition,
         )
+
+    def _finished(self, queued: Queued) -> None:
+        """A delivery waits no longer (delivered, dead-lettered, dropped): until its source is
+        committed past it, its event may be read again (a delivery restored as waiting after a
+        restart, its event not committed before the restart) and must not be queued again."""
+        state = self.partitions.get(queued.partition)
+        if state is not None:
+            state.finished_lately[queued.key] = (queued.delivery.source, queued.delivery.source_offset)
 
     def _committed(self, offsets: list[TopicPartition]) -> None:
         """Forget the deliveries finished lately whose source is committed past them (their

@@ -7,6 +7,7 @@ disabled after a 410 to `jobpost.webhooks`."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from confluent_kafka import Producer
@@ -25,12 +26,18 @@ log = logging.getLogger(__name__)
 
 class KafkaOutcomes:
     def __init__(
-        self, producer: Producer, topics: Topics, registry: EndpointRegistry, clock: Clock | None = None
+        self,
+        producer: Producer,
+        topics: Topics,
+        registry: EndpointRegistry,
+        clock: Clock | None = None,
+        on_finished: Callable[[Queued], None] = lambda _queued: None,
     ) -> None:
         self.producer = producer
         self.topics = topics
         self.registry = registry
         self.clock = clock or SystemClock()
+        self.on_finished = on_finished  # told once a delivery's tombstone is acknowledged
 
     def pending_record(self, queued: Queued) -> Outgoing:
         value = codec.webhook_deliveries().encode(queued.delivery)
@@ -47,6 +54,7 @@ class KafkaOutcomes:
         await deliver(
             self.producer, Outgoing(self.topics.webhook_pending, queued.key, None, partition=queued.partition)
         )
+        self.on_finished(queued)
 
     async def dead_lettered(self, queued: Queued, error: str) -> None:
         delivery = queued.delivery

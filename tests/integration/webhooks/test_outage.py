@@ -145,6 +145,35 @@ def test_a_dispatcher_killed_while_an_endpoint_is_down_loses_nothing(system: Web
     assert all(d.verified_with == [0] for d in deliveries)
 
 
+def test_events_a_killed_dispatcher_had_not_committed_are_not_sent_twice(system: WebhookSystem):
+    """The dispatcher that takes over restores the 40 waiting deliveries and sends them, and
+    reads again the 40 events its predecessor queued them from but never committed (it was
+    killed first): a delivery it finished is not queued again when its event comes back."""
+    receiver = Receiver().start()
+    system.register("acme", receiver)
+    # Nothing read is committed before the kill (a commit a minute, killed well before one).
+    first = system.start_dispatcher(
+        JOBPOST_WEBHOOKS_COMMIT_INTERVAL_S="60", JOBPOST_WEBHOOKS_RETRY_SCHEDULE_S="[1, 1, 1, 1, 60]"
+    )
+    receiver.stop()
+    postings: list[str] = []
+    for index in range(20):
+        change(system, "acme", postings, index, 0)
+    wait_until(lambda: system.metric("jobpost_webhook_pending") == 40, 30, "40 deliveries waiting")
+
+    first.kill()  # its successor has its partitions once the group gave up on it (10 s): by
+    receiver.start()  # then every restored delivery is due, and sent before its event is read
+    system.start_dispatcher(JOBPOST_WEBHOOKS_RETRY_SCHEDULE_S="[1, 1, 1, 1, 60]")
+
+    expected = {(kind, p, 0) for p in postings for kind in TYPE_ORDER}
+    wait_until(lambda: receiver.seen() >= expected, 60, "every event after the restart")
+    # Its events read again are queued (or not) within a commit interval of the takeover.
+    time.sleep(3)
+    deliveries = receiver.snapshot()
+    assert receiver.seen() == expected
+    assert len(deliveries) == len(expected), sorted(d.key() for d in deliveries)
+
+
 def _event_ms(delivery) -> int:
     """The event's time, from the body's RFC 3339 timestamp."""
     stamp = delivery.event["timestamp"].replace("Z", "+00:00")
