@@ -5,9 +5,14 @@ for line in io.lines(os.getenv("IDS_FILE")) do ids[#ids + 1] = line end
 local file = io.open(os.getenv("BODY_FILE"))
 local body = file:read("*a")
 file:close()
+-- Each request's own content: BODY_MARK in the body becomes "<BENCH_RUN>.<n>" (a board sees
+-- the same content twice as the same job applied again).
+local mark, run, sent = os.getenv("BODY_MARK"), os.getenv("BENCH_RUN"), 0
 request = function()
   local id = ids[math.random(#ids)]
-  return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
+  sent = sent + 1
+  local own = body:gsub(mark, run .. "." .. sent, 1)
+  return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, own)
 end
 done = function(summary, latency, requests)
   io.write(string.format("wrk: %d requests, %d errors (status %d), p50 %.1f ms, p99 %.1f ms, p999 %.1f ms\n",

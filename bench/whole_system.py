@@ -78,9 +78,10 @@ def measure(
 
 
 def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, int]]:
-    """Per board, from the sandbox's record of each posting: (versions it was sent again
-    after it had applied them, i.e. answered from its idempotency record; postings whose
-    versions it applied out of order)."""
+    """Per board, from the sandbox's record of each posting: (applications that changed
+    nothing there, i.e. content it had applied already sent again: every request of the loads
+    carries content of its own, `write_path.revision`; postings whose versions it applied out
+    of order)."""
     found: dict[str, tuple[int, int]] = {}
     with httpx.Client(timeout=30) as http:
         for board in BOARDS:

@@ -10,8 +10,10 @@ time goes at 100 updates/s, from the API's `jobpost_write_stage_seconds` histogr
 from __future__ import annotations
 
 import asyncio
+import base64
 import csv
 import io
+import itertools
 import json
 import os
 import random
@@ -20,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -38,6 +41,21 @@ from tests import postings
 TOKEN = "bench"
 BODY = postings.body(0)
 RATES = (50, 100, 200)
+# A board tells a job's versions apart by their content (neither reads jobpost's version or
+# an Idempotency-Key): the same body sent twice is, at the board, the same job applied again,
+# which the sandbox counts as a repeat. So each request of a load carries a description of
+# its own: `revision(run, n)`, or this mark replaced by the load tool.
+_MARK = "@REVISION@"
+
+
+def revision(run: str, n: int) -> dict[str, object]:
+    """`BODY` as the `n`th request of the load `run` sends it: its description names both."""
+    return {**BODY, "description": f"{BODY['description']} (Revision {run}.{n}.)"}
+
+
+def _marked() -> str:
+    """`BODY` as JSON whose description ends with `_MARK`, for a load tool to replace."""
+    return json.dumps(revision(_MARK, 0)).replace(f"{_MARK}.0", _MARK)
 
 
 class Target(Protocol):
@@ -84,13 +102,14 @@ async def closed_loop(
 ) -> tuple[int, list[float]]:
     latencies: list[float] = []
     deadline = time.monotonic() + seconds
+    run, sent = uuid.uuid4().hex[:8], itertools.count()
 
     async def client() -> None:
         async with httpx.AsyncClient(timeout=30, headers=api.headers) as http:
             while time.monotonic() < deadline:
                 posting_id = random.choice(posting_ids)
                 started = time.perf_counter()
-                response = await http.put(f"{api.url}/postings/{posting_id}", json=BODY)
+                response = await http.put(f"{api.url}/postings/{posting_id}", json=revision(run, next(sent)))
                 response.raise_for_status()
                 latencies.append(time.perf_counter() - started)
 
@@ -110,10 +129,10 @@ async def open_loop(
         timeout=30, headers=api.headers, limits=httpx.Limits(max_connections=256, keepalive_expiry=2.0)
     ) as http:
 
-        async def one(posting_id: str) -> None:
+        async def one(posting_id: str, body: dict[str, object]) -> None:
             started = time.perf_counter()
             try:
-                (await http.put(f"{api.url}/postings/{posting_id}", json=BODY)).raise_for_status()
+                (await http.put(f"{api.url}/postings/{posting_id}", json=body)).raise_for_status()
             except httpx.HTTPError as exc:
                 if errors is None:
                     raise
@@ -122,10 +141,10 @@ async def open_loop(
             latencies.append(time.perf_counter() - started)
 
         tasks = []
-        start = time.perf_counter()
+        start, run = time.perf_counter(), uuid.uuid4().hex[:8]
         for i in range(int(rate * seconds)):
             await asyncio.sleep(max(0.0, start + i / rate - time.perf_counter()))
-            tasks.append(asyncio.create_task(one(random.choice(posting_ids))))
+            tasks.append(asyncio.create_task(one(random.choice(posting_ids), revision(run, i))))
         await asyncio.gather(*tasks)
     return latencies
 
@@ -144,17 +163,26 @@ def fixed_rate(api: Target, posting_ids: list[str], rate: float, seconds: float)
         latencies = asyncio.run(open_loop(api, posting_ids, rate, seconds, errors))
         return _load(latencies, seconds, len(errors), "httpx, open loop")
     with tempfile.TemporaryDirectory() as folder:
-        body = Path(folder, "body.json")
-        body.write_text(json.dumps(BODY))
-        targets = Path(folder, "targets.txt")
+        # One target per request (vegeta's JSON format, the body inline), each its own content.
+        run = uuid.uuid4().hex[:8]
+        header = {"Authorization": [f"Bearer {TOKEN}"], "Content-Type": ["application/json"]}
+        targets = Path(folder, "targets.jsonl")
         targets.write_text(
             "".join(
-                f"PUT {api.url}/postings/{posting_id}\nAuthorization: Bearer {TOKEN}\n"
-                f"Content-Type: application/json\n@{body}\n\n"
-                for posting_id in random.sample(posting_ids, len(posting_ids))
+                json.dumps(
+                    {
+                        "method": "PUT",
+                        "url": f"{api.url}/postings/{random.choice(posting_ids)}",
+                        "header": header,
+                        "body": base64.b64encode(json.dumps(revision(run, n)).encode()).decode(),
+                    }
+                )
+                + "\n"
+                for n in range(int(rate * seconds) + 1)
             )
         )
-        command = [vegeta, "attack", f"-rate={rate:g}/s", f"-duration={seconds:g}s", f"-targets={targets}"]
+        rated = [f"-rate={rate:g}/s", f"-duration={seconds:g}s", f"-targets={targets}"]
+        command = [vegeta, "attack", "-format=json", *rated]
         attack = subprocess.run([*command, "-timeout=30s"], capture_output=True, check=True)
         encoded = subprocess.run(
             [vegeta, "encode", "--to", "csv"], input=attack.stdout, capture_output=True, check=True
@@ -180,10 +208,17 @@ def saturate(api: Target, posting_ids: list[str], clients: int, seconds: float) 
     ):
         ids.write("\n".join(posting_ids))
         ids.flush()
-        body.write(json.dumps(BODY))  # the factory's posting, as every other client of the bench sends
+        body.write(_marked())  # the factory's posting, its description marked for each request's own
         body.flush()
         script = str(Path(__file__).with_name("put_random.lua"))
-        env = {**os.environ, "IDS_FILE": ids.name, "BODY_FILE": body.name, "BENCH_TOKEN": TOKEN}
+        env = {
+            **os.environ,
+            "IDS_FILE": ids.name,
+            "BODY_FILE": body.name,
+            "BODY_MARK": _MARK,
+            "BENCH_RUN": uuid.uuid4().hex[:8],
+            "BENCH_TOKEN": TOKEN,
+        }
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:.0f}s", "-s", script, api.url]
         output = subprocess.run(command, env=env, capture_output=True, text=True).stdout
     found = re.search(
