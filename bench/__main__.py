@@ -6,11 +6,25 @@ list: it takes long) measures restarts, takeovers, memory and disk with N postin
 `python -m bench profile` samples every thread of the API under the write load (py-spy), as
 `python -m bench bulk --sample-api` does while the API accepts the bulk load;
 `python -m bench boards` (about 6 minutes) the boards' rate budgets used, records per call
-and write-to-board latency."""
+and write-to-board latency; `python -m bench restate` the loads of `system` against the same
+promise on Restate (it needs restate-server and restate-sdk: bench/restate_system.py)."""
 
 import argparse
 
-from bench import boards, bulk, codec, delivery, floor, idle, profile, scale, search, whole_system, write_path
+from bench import (
+    boards,
+    bulk,
+    codec,
+    delivery,
+    floor,
+    idle,
+    profile,
+    restate_system,
+    scale,
+    search,
+    whole_system,
+    write_path,
+)
 
 BENCHMARKS = {
     "floor": floor.main,
@@ -26,7 +40,7 @@ BENCHMARKS = {
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument(
-        "names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale, profile or boards"
+        "names", nargs="*", metavar="NAME", help=f"{', '.join(BENCHMARKS)}, scale, profile, boards or restate"
     )
     parser.add_argument("--postings", type=int, default=1_000_000, help="scale: postings in the log")
     parser.add_argument("--first-start", action="store_true", help="scale: only a first start with no state")
@@ -39,6 +53,7 @@ if __name__ == "__main__":
         "scale": lambda: scale.main(args.postings, args.first_start),
         "profile": profile.main,
         "boards": boards.main,
+        "restate": restate_system.main,
     }
     for name in args.names or list(BENCHMARKS):
         if name not in runs:

@@ -1,5 +1,8 @@
--- wrk script: PUT a replacement (the JSON in BODY_FILE) to a random posting of the ids listed in IDS_FILE.
+-- wrk script: PUT a replacement (the JSON in BODY_FILE) to a random posting of the ids listed in IDS_FILE
+-- (BENCH_METHOD and the path around the id, BENCH_PATH_BEFORE and BENCH_PATH_AFTER, say how a target takes it).
 local ids = {}
+local method = os.getenv("BENCH_METHOD") or "PUT"
+local before, after = os.getenv("BENCH_PATH_BEFORE") or "/postings/", os.getenv("BENCH_PATH_AFTER") or ""
 local token = os.getenv("BENCH_TOKEN")
 for line in io.lines(os.getenv("IDS_FILE")) do ids[#ids + 1] = line end
 local file = io.open(os.getenv("BODY_FILE"))
@@ -12,7 +15,7 @@ request = function()
   local id = ids[math.random(#ids)]
   sent = sent + 1
   local own = body:gsub(mark, run .. "." .. sent, 1)
-  return wrk.format("PUT", "/postings/" .. id, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, own)
+  return wrk.format(method, before .. id .. after, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, own)
 end
 done = function(summary, latency, requests)
   io.write(string.format("wrk: %d requests, %d errors (status %d), p50 %.1f ms, p99 %.1f ms, p999 %.1f ms\n",

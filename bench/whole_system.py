@@ -77,22 +77,23 @@ def measure(
     return phase
 
 
-def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, int]]:
+def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, int, int]]:
     """Per board, from the sandbox's record of each posting: (applications that changed
     nothing there, i.e. content it had applied already sent again: every request of the loads
     carries content of its own, `write_path.revision`; postings whose versions it applied out
-    of order)."""
-    found: dict[str, tuple[int, int]] = {}
+    of order; versions it applied, the creations included)."""
+    found: dict[str, tuple[int, int, int]] = {}
     with httpx.Client(timeout=30) as http:
         for board in BOARDS:
-            again = disordered = 0
+            again = disordered = applied = 0
             for posting_id in posting_ids:
                 response = http.get(f"{system.sandbox}/_sandbox/{board}/postings/{posting_id}")
                 seen = response.json() if response.status_code == 200 else {}
                 again += int(seen.get("duplicates", 0))
                 versions = seen.get("versions", [])
                 disordered += versions != sorted(set(versions))
-            found[board.value] = (again, disordered)
+                applied += len(versions)
+            found[board.value] = (again, disordered, applied)
     return found
 
 
@@ -157,12 +158,14 @@ def main(seconds: float = SECONDS) -> None:
                 for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
             )
         )
+    accepted = len(postings) + sum(phase.accepted for phase in phases)
     print(
-        "at the boards (the sandbox's record of each posting): "
+        f"at the boards (the sandbox's record of each posting; {accepted:,} versions accepted, "
+        "the creations included): "
         + "; ".join(
-            f"{board}: {again} versions sent again after they were applied, "
+            f"{board}: {applied:,} versions applied, {again} sent again after they were applied, "
             f"{disordered} postings out of order"
-            for board, (again, disordered) in boards.items()
+            for board, (again, disordered, applied) in boards.items()
         )
     )
     print(

@@ -68,6 +68,16 @@ class Target(Protocol):
     def headers(self) -> dict[str, str]: ...
 
 
+UPDATE_ROUTE = ("PUT", "/postings/", "")  # jobpost's: PUT /postings/{id}
+
+
+def route(api: Target) -> tuple[str, str, str]:
+    """How the target takes an update of a posting: method, and the path before and after
+    the posting's id (jobpost's API, or what the target names: `bench.restate`'s ingress)."""
+    found: tuple[str, str, str] = getattr(api, "update_route", UPDATE_ROUTE)
+    return found
+
+
 @dataclass
 class Load:
     """What one load phase measured."""
@@ -103,13 +113,15 @@ async def closed_loop(
     latencies: list[float] = []
     deadline = time.monotonic() + seconds
     run, sent = uuid.uuid4().hex[:8], itertools.count()
+    method, before, after = route(api)
 
     async def client() -> None:
         async with httpx.AsyncClient(timeout=30, headers=api.headers) as http:
             while time.monotonic() < deadline:
                 posting_id = random.choice(posting_ids)
                 started = time.perf_counter()
-                response = await http.put(f"{api.url}/postings/{posting_id}", json=revision(run, next(sent)))
+                url = f"{api.url}{before}{posting_id}{after}"
+                response = await http.request(method, url, json=revision(run, next(sent)))
                 response.raise_for_status()
                 latencies.append(time.perf_counter() - started)
 
@@ -123,6 +135,7 @@ async def open_loop(
     """Start a request every 1/rate s whatever the answers (no coordinated omission); the
     latency of each accepted one. Failures are counted in `errors` (raised without it)."""
     latencies: list[float] = []
+    method, before, after = route(api)
     # Idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one the
     # server is closing at that moment fails the request (httpx.ReadError).
     async with httpx.AsyncClient(
@@ -132,7 +145,8 @@ async def open_loop(
         async def one(posting_id: str, body: dict[str, object]) -> None:
             started = time.perf_counter()
             try:
-                (await http.put(f"{api.url}/postings/{posting_id}", json=body)).raise_for_status()
+                url = f"{api.url}{before}{posting_id}{after}"
+                (await http.request(method, url, json=body)).raise_for_status()
             except httpx.HTTPError as exc:
                 if errors is None:
                     raise
@@ -164,15 +178,15 @@ def fixed_rate(api: Target, posting_ids: list[str], rate: float, seconds: float)
         return _load(latencies, seconds, len(errors), "httpx, open loop")
     with tempfile.TemporaryDirectory() as folder:
         # One target per request (vegeta's JSON format, the body inline), each its own content.
-        run = uuid.uuid4().hex[:8]
+        run, (method, before, after) = uuid.uuid4().hex[:8], route(api)
         header = {"Authorization": [f"Bearer {TOKEN}"], "Content-Type": ["application/json"]}
         targets = Path(folder, "targets.jsonl")
         targets.write_text(
             "".join(
                 json.dumps(
                     {
-                        "method": "PUT",
-                        "url": f"{api.url}/postings/{random.choice(posting_ids)}",
+                        "method": method,
+                        "url": f"{api.url}{before}{random.choice(posting_ids)}{after}",
                         "header": header,
                         "body": base64.b64encode(json.dumps(revision(run, n)).encode()).decode(),
                     }
@@ -211,8 +225,12 @@ def saturate(api: Target, posting_ids: list[str], clients: int, seconds: float) 
         body.write(_marked())  # the factory's posting, its description marked for each request's own
         body.flush()
         script = str(Path(__file__).with_name("put_random.lua"))
+        method, before, after = route(api)
         env = {
             **os.environ,
+            "BENCH_METHOD": method,
+            "BENCH_PATH_BEFORE": before,
+            "BENCH_PATH_AFTER": after,
             "IDS_FILE": ids.name,
             "BODY_FILE": body.name,
             "BODY_MARK": _MARK,
