@@ -22,9 +22,10 @@ store. Two writers keep it:
   claim holds because this consumer is the only writer of the destination's records on a
   partition it owns (its group gives a partition to one member; a redrive is a request its
   lane handles, not a write of someone else) and its producer is idempotent:
-  acknowledgements on one partition arrive in produce order, and each resumes its waiting
-  lane in that order with no `await` between the acknowledgement and the write, so the
-  store is written in offset order. Records of ours refused and produced again land later,
+  acknowledgements on one partition arrive in produce order, are served by one thread only
+  (`runtime.consume_thread.DeliveryReports`), and each resumes its waiting lane in that
+  order with no `await` between the acknowledgement and the write, so the store is written
+  in offset order. Records of ours refused and produced again land later,
   past `o`, and are written when acknowledged. Whatever else lies below `o` belongs to the
   other destination. A lane is cancelled (between an acknowledgement and its write) only
   with its partition, whose store is given up too, so no later write claims past a state it

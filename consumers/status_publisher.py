@@ -97,9 +97,8 @@ class StatusPublisher:
             if error is not None:
                 log.warning("%s refused this member's board status: %s", self.topic, error)
 
-        try:
+        try:  # its report is served by the consume loop's thread, the producer's only server
             Outgoing(self.topic, key, value).produce(self.producer, on_delivery)
-            self.producer.poll(0)
         except (BufferError, KafkaException) as exc:
             log.warning("could not produce this member's board status to %s: %s", self.topic, exc)
 

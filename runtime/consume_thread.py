@@ -1,7 +1,10 @@
 """The threads behind a consume loop (`runtime.consume_loop`), so the event loop never runs a
 Kafka call that waits: `Polling` owns the group member and its followers and polls them,
 handing records to the event loop in batches and serving its commands (commit, hold, fetch,
-caught_up) between polls; `DeliveryReports` serves the producer's delivery reports."""
+caught_up) between polls; `DeliveryReports` serves the producer's delivery reports, and is
+the only thread that does: reports served by two threads at once can resume their lanes out
+of the order Kafka acknowledged them, which a store's checkpoint relies on
+(`consumers.delivery_states`). Whoever else waits for the producer waits with `landed`."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -200,7 +204,7 @@ class Polling:
             offsets = []
         if commit:
             self._commit(offsets)
-        self.producer.flush(10)  # what the work wrote lands before the next owner restores
+        landed(self.producer, 10)  # what the work wrote lands before the next owner restores
         fetched = [p for p in numbers if p in self._fetched]
         self._fetched -= set(numbers)
         self._owned -= set(numbers)
@@ -254,6 +258,15 @@ class Polling:
 def _settle(future: asyncio.Future[dict[str, int]], ends: dict[str, int]) -> None:
     if not future.done():
         future.set_result(ends)
+
+
+def landed(producer: Producer, within_s: float) -> int:
+    """Wait until Kafka acknowledged everything `producer` holds and its reports were served
+    (by `DeliveryReports`: this serves none, unlike `flush`); what is left after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while len(producer) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return len(producer)
 
 
 class DeliveryReports:
