@@ -32,7 +32,7 @@ import httpx
 from bench import write_path
 from bench.idle import at_rest, cores_table
 from bench.system import Pids, rss_mib
-from bench.whole_system import SECONDS, at_boards, measure, until_quiet
+from bench.whole_system import SECONDS, at_boards, measure, print_spending, until_quiet
 from jobpost_dev.processes import Process, answers, free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,26 +180,4 @@ def main(seconds: float = SECONDS) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for phase in phases:
         print(f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} | {phase.drained_s:.1f} s |")
-    for phase in phases:
-        print(
-            f"CPU per update, {phase.name}, by process (ms): "
-            + ", ".join(
-                f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
-                for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
-            )
-        )
-    accepted = len(postings) + sum(phase.accepted for phase in phases)
-    print(
-        f"at the boards (the sandbox's record of each posting; {accepted:,} versions accepted, "
-        "the creations included): "
-        + "; ".join(
-            f"{board}: {applied:,} versions applied, {again} sent again after they were applied, "
-            f"{disordered} postings out of order"
-            for board, (again, disordered, applied) in boards.items()
-        )
-    )
-    print(
-        f"memory (RSS): {sum(memory.values()):,.0f} MiB ("
-        + ", ".join(f"{name} {mib:,.0f}" for name, mib in sorted(memory.items(), key=lambda i: -i[1]))
-        + ")"
-    )
+    print_spending(phases, len(postings), boards, memory)

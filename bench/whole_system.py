@@ -97,6 +97,35 @@ def at_boards(system: System, posting_ids: list[str]) -> dict[str, tuple[int, in
     return found
 
 
+def print_spending(
+    phases: list[Phase], creations: int, boards: dict[str, tuple[int, int, int]], memory: dict[str, float]
+) -> None:
+    """Each load's CPU per update by process, what the boards applied, the system's memory."""
+    for phase in phases:
+        print(
+            f"CPU per update, {phase.name}, by process (ms): "
+            + ", ".join(
+                f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
+                for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
+            )
+        )
+    accepted = creations + sum(phase.accepted for phase in phases)
+    print(
+        f"at the boards (the sandbox's record of each posting; {accepted:,} versions accepted, "
+        "the creations included): "
+        + "; ".join(
+            f"{board}: {applied:,} versions applied, {again} sent again after they were applied, "
+            f"{disordered} postings out of order"
+            for board, (again, disordered, applied) in boards.items()
+        )
+    )
+    print(
+        f"memory of the system (RSS): {sum(memory.values()):,.0f} MiB ("
+        + ", ".join(f"{name} {mib:,.0f}" for name, mib in sorted(memory.items(), key=lambda i: -i[1]))
+        + ")"
+    )
+
+
 def main(seconds: float = SECONDS) -> None:
     with running_system() as system:
         postings = write_path.create_postings(system, 1000)
@@ -150,28 +179,6 @@ def main(seconds: float = SECONDS) -> None:
             f"{phase.load.row(phase.name)} {phase.cpu_ms_per_update():.1f} "
             f"| {phase.cpu_ms_per_update(SEARCH_PROCESSES):.1f} | {phase.drained_s:.1f} s |"
         )
-    for phase in phases:
-        print(
-            f"CPU per update, {phase.name}, by process (ms): "
-            + ", ".join(
-                f"{name} {1000 * spent / max(phase.accepted, 1):.2f}"
-                for name, spent in sorted(phase.cpu_s.items(), key=lambda item: -item[1])
-            )
-        )
-    accepted = len(postings) + sum(phase.accepted for phase in phases)
-    print(
-        f"at the boards (the sandbox's record of each posting; {accepted:,} versions accepted, "
-        "the creations included): "
-        + "; ".join(
-            f"{board}: {applied:,} versions applied, {again} sent again after they were applied, "
-            f"{disordered} postings out of order"
-            for board, (again, disordered, applied) in boards.items()
-        )
-    )
-    print(
-        f"memory of the system (RSS): {sum(memory.values()):,.0f} MiB ("
-        + ", ".join(f"{name} {mib:,.0f}" for name, mib in sorted(memory.items(), key=lambda i: -i[1]))
-        + ")"
-    )
+    print_spending(phases, len(postings), boards, memory)
     print("\nWhere a write's time goes at 100 updates/s, whole system (jobpost_write_stage_seconds):")
     print(breakdown)
