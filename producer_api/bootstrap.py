@@ -25,6 +25,7 @@ from producer_api.http.identity import Identity
 from producer_api.operations import Operations
 from producer_api.read.board_status_view import BoardStatusView
 from producer_api.read.dead_letter_index import DeadLettersView
+from producer_api.read.log_view import LogView
 from producer_api.read.title_search import TitleSearch
 from producer_api.read.views import DeliveriesView, DeliveryEventsView, PostingsView
 from producer_api.readiness import Readiness
@@ -62,10 +63,13 @@ class ApiParts:
     webhooks: WebhookService
     _sequencing: threading.Thread | None = None
 
+    def views(self) -> tuple[LogView, ...]:
+        return (self.postings, self.deliveries, self.events, *self.letters.values(), self.board_status)
+
     def start(self) -> None:
         """The command client and the views, then the embedded sequencer member's thread."""
         self.commands.start()
-        for view in (self.postings, self.deliveries, self.events, *self.letters.values(), self.board_status):
+        for view in self.views():
             view.start()
         if self.sequencer is not None:
             member = threading.Thread(target=run_in_process, args=(self.sequencer,), daemon=True)
@@ -79,7 +83,9 @@ class ApiParts:
         if self.sequencer is not None and self._sequencing is not None:
             self.sequencer.stop()
             await asyncio.to_thread(self._sequencing.join, SEQUENCER_LEAVE_S)
-        for view in (self.postings, self.deliveries, self.events, *self.letters.values(), self.board_status):
+        for view in self.views():  # told together, they end together
+            view.stop()
+        for view in self.views():
             view.close()
         self.operations.close()
         self.webhooks.close()

@@ -27,7 +27,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from runtime import records, write_stages
-from runtime.kafka import KafkaSettings, end_offset, is_record, poll_batch
+from runtime.kafka import IDLE_POLL_S, KafkaSettings, end_offset, is_record, poll_batch
 from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.model import Command, Reply
@@ -159,7 +159,7 @@ class CommandClient:
 
     def _serve_producer(self) -> None:
         while not self._stop.is_set():
-            self._producer.poll(0.1)
+            self._producer.poll(IDLE_POLL_S)  # returns at each report
 
     def _read_replies(self) -> None:
         while not self._stop.is_set():
@@ -177,7 +177,7 @@ class CommandClient:
             consumer.assign(_ends(consumer, self.topics.replies))
             self.ready.set()
             while not self._stop.is_set():
-                for message in poll_batch(consumer, 500, 0.1):
+                for message in poll_batch(consumer, 500, IDLE_POLL_S):  # returns at a reply
                     if is_record(message):
                         self._dispatch(message)
         finally:

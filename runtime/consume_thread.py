@@ -18,11 +18,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from runtime.kafka import coordinates, end_offset, is_record, poll_batch, record_lag
+from runtime.kafka import IDLE_POLL_S, PollWait, coordinates, end_offset, is_record, poll_batch, record_lag
 
 log = logging.getLogger(__name__)
 
-_POLL_S = 0.05  # the longest a command waits for the polling thread
+# The longest a command waits for the polling thread while records come, a partition is held
+# or a wait for its end is open; with none of them, up to IDLE_POLL_S (a commit, or the fetch of
+# a partition whose store was just opened, may wait that long).
+_POLL_S = 0.05
 _REVOKE_WAIT_S = 30.0
 
 
@@ -59,6 +62,7 @@ class Polling:
         self._owned: set[int] = set()  # the group gave them to this member
         self._fetched: set[int] = set()  # of those, opened and assigned to the clients
         self._held = False  # too much is unfinished: every partition paused
+        self._rebalanced = False  # partitions were assigned in the last poll: commands follow
         self._read_to: dict[tuple[str, int], int] = {}  # (topic, partition) -> the next offset to read
         self._barriers: dict[int, list[tuple[tuple[str, ...], asyncio.Future[dict[str, int]]]]] = {}
         self._thread = threading.Thread(target=self._run, name="kafka-polling", daemon=True)
@@ -105,15 +109,18 @@ class Polling:
             self.member.subscribe(
                 [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
             )
+            wait = PollWait(_POLL_S)
             while not self._stopping.is_set():
                 self._serve_commands()
-                messages = self._records(poll_batch(self.member, 500, _POLL_S))
+                self._rebalanced = False
+                messages = self._records(poll_batch(self.member, 500, wait.current))
                 for follower, _ in self.followers if self._fetched else ():
                     messages += self._records(poll_batch(follower, 500, 0))
                 if messages:
                     self._loop.call_soon_threadsafe(self._on_taken, messages)
                 if self._barriers:
                     self._check_barriers()
+                wait.after(bool(messages) or self._held or bool(self._barriers) or self._rebalanced)
         except BaseException as exc:
             log.exception("the Kafka polling thread failed")
             self.failure = exc
@@ -185,6 +192,7 @@ class Polling:
         consumer.incremental_assign([])  # none yet: each once its work is open
         numbers = sorted(tp.partition for tp in partitions)
         self._owned |= set(numbers)
+        self._rebalanced = True
         log.info("assigned partitions %s of %s: opening them", numbers, self.topic)
         self._loop.call_soon_threadsafe(self._on_assigned, numbers)
 
@@ -287,4 +295,4 @@ class DeliveryReports:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            self.producer.poll(0.1)
+            self.producer.poll(IDLE_POLL_S)  # returns at each report

@@ -154,6 +154,28 @@ def poll_batch(consumer: Consumer, max_messages: int, timeout: float) -> list[Me
     )
 
 
+# How long a polling thread with nothing to do waits in one poll (issue 40: a system at rest).
+# A poll returns as soon as a record or a delivery report arrives, so the wait delays none of
+# them; it delays only what the thread does between polls (a stop, a command queued for it)
+# by at most this long, and an idle thread wakes twice a second rather than ten or twenty
+# times.
+IDLE_POLL_S = 0.5
+
+
+class PollWait:
+    """The wait of a polling thread's next poll: `busy_s` while work comes, doubling with each
+    poll that brought none, up to `idle_s`."""
+
+    def __init__(self, busy_s: float, idle_s: float = IDLE_POLL_S) -> None:
+        self.busy_s, self.idle_s = busy_s, idle_s
+        self.current = busy_s
+
+    def after(self, busy: bool) -> float:
+        """The next wait, after a poll that brought work (`busy`) or none."""
+        self.current = self.busy_s if busy else min(self.current * 2, self.idle_s)
+        return self.current
+
+
 def end_offset(consumer: Consumer, topic: str, partition: int, timeout: float = 10.0) -> int:
     """Where the partition ends for this consumer, asked of the broker now (not cached): the
     last stable offset for a read_committed consumer, the high watermark otherwise."""

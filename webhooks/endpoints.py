@@ -22,7 +22,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from runtime import records
-from runtime.kafka import KafkaSettings, is_record, poll_batch
+from runtime.kafka import IDLE_POLL_S, KafkaSettings, is_record, poll_batch
 from runtime.kafka_clients import KafkaClients
 from runtime.webhook_secrets import SecretBox
 from schemas.listing_events import ListingEvent
@@ -126,7 +126,7 @@ class EndpointRegistry:
                         asked_at = asking
                     except KafkaException as exc:  # its leader gone: asked again next time
                         log.debug("the endpoints' end not known yet: %s", exc)
-                for message in poll_batch(consumer, 500, 0.02 if waited_for else 0.1):
+                for message in poll_batch(consumer, 500, 0.02 if waited_for else IDLE_POLL_S):
                     if is_record(message):
                         self._take(message)
                 if self._reached(consumer, ends) and asked_at > self.caught_up_at:

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from runtime import records
-from runtime.kafka import KafkaSettings, coordinates, end_offset, poll_batch
+from runtime.kafka import IDLE_POLL_S, KafkaSettings, coordinates, end_offset, poll_batch
 from runtime.kafka_clients import KafkaClients
 from runtime.stores import (
     RESTORED,
@@ -122,8 +122,13 @@ class LogView:
         )
         self._thread.start()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop following (`close` waits for it): the follower ends at its next poll, within
+        IDLE_POLL_S, so views told to stop together end together."""
         self._stop.set()
+
+    def close(self) -> None:
+        self.stop()
         self._thread.join(30)
         if self._probe is not None:
             self._probe.close()
@@ -206,7 +211,7 @@ class LogView:
             self._publish(following=True)
             while not self._stop.is_set():
                 self._step_aside()
-                self._fold(consumer, poll_batch(consumer, self.state.batch_records, 0.1))
+                self._fold(consumer, poll_batch(consumer, self.state.batch_records, IDLE_POLL_S))
         finally:
             self.status = replace(self.status, following=False)
             self._batch.clear()
