@@ -151,7 +151,7 @@ class DeliveryRunner:
             group=settings.group,
             followers=[
                 (
-                    self.clients.reader(f"{settings.group}-redrive"),  # rarely written
+                    self.clients.reader(f"{settings.group}-redrive", patient=True),  # rarely written
                     Source(self.topics.redrive(name), f"{name.value}-redrive", dead_letters=None),
                 )
             ],

@@ -36,15 +36,23 @@ Statistics = Callable[[str], None]  # librdkafka's statistics, a JSON document
 _WRITE_PATH_SOCKET_TIMEOUT_MS = 5_000
 
 # A reader of a busy topic no answer waits on (the board consumers, the indexer, the API's
-# delivery views) lets the broker gather up to 250 ms of records into one fetch instead of
-# answering every append on its own (fetch.min.bytes 1): at 100 updates/s each such reader
-# then wakes four times a second rather than a hundred, and its batch (a board call, a search
-# bulk, a store write) carries what arrived meanwhile. A full fetch is answered at once. An
-# idle reader's fetches are the broker's work at rest: each waits out its 250 ms and asks
-# again (at 100 ms, the whole system at rest spent 0.05-0.07 cores in the broker on them;
-# `python -m bench idle`). A rarely written topic (a redrive) is read with Kafka's defaults:
-# a record is answered at once, an idle fetch waits 500 ms.
-_GATHERED_FETCH = {"fetch.wait.max.ms": 250, "fetch.min.bytes": 256 * 1024}
+# delivery views, the webhooks dispatcher) lets the broker gather up to 500 ms of records
+# (Kafka's own fetch wait) into one fetch instead of answering every append on its own
+# (fetch.min.bytes 1): at 100 updates/s each such reader then wakes twice a second rather than
+# a hundred times, and its batch (a board call, a search bulk, a store write) carries what
+# arrived meanwhile. A full fetch is answered at once. An idle reader's fetches are the
+# broker's work at rest: each waits out its wait and asks again (nine such readers made 36 of
+# the 44 fetches a second the whole system asked at 250 ms; at 100 ms the broker spent
+# 0.05-0.07 cores on them; `python -m bench idle`).
+_GATHERED_FETCH = {"fetch.wait.max.ms": 500, "fetch.min.bytes": 256 * 1024}
+
+# A follower answered at once (fetch.min.bytes 1: the first record ends the broker's wait)
+# that no answer waits on at the end of a partition (the API's views a read waits on by
+# position, a board's redrive requests, the webhook endpoints) waits up to 2 s in an idle
+# fetch rather than Kafka's 500 ms: a record still comes at once, and at rest it asks the
+# broker half a time a second instead of twice. The cost: a partition that holds nothing is
+# reported at its end (`ends`) only after one such wait.
+_PATIENT = {"fetch.wait.max.ms": 2000}
 
 # At the end of a partition a fetch waits fetch.wait.max.ms (500 ms by default) for records
 # before the end is reported: a reader that stops there (a replay, every restore of a
@@ -160,13 +168,19 @@ class KafkaClients:
         small_prefetch: bool = False,
         write_path: bool = False,
         gathered: bool = False,
+        patient: bool = False,
     ) -> Consumer:
         """A consumer that is assigned its partitions by hand (no group membership; `group`
         names it, and is where it commits, if it does). `ends`: the end of each partition is
         reported as an event; `prompt_end`: reported at once, not after a fetch's wait (a
         reader that stops there); `small_prefetch`: a long-lived follower holds little
-        ahead; `write_path`, `gathered`: as for a producer and a member."""
+        ahead; `write_path`, `gathered`: as for a producer and a member; `patient`: see
+        `_PATIENT` (not with `gathered`, `prompt_end` or `write_path`)."""
+        if patient and (gathered or prompt_end or write_path):
+            raise ValueError("a patient reader is answered at once and waits long when idle")
         config = self._consuming(group, write_path=write_path, gathered=gathered)
+        if patient:
+            config.update(_PATIENT)
         if ends:
             config["enable.partition.eof"] = True
         if prompt_end:

@@ -109,7 +109,9 @@ class EndpointRegistry:
         topics = Topics(self.kafka.topic_prefix)
         # Read to where the topic ends is told by the consumer's position, not by an
         # end-of-partition event: its fetches may wait (a record is answered at once).
-        consumer = KafkaClients(self.kafka).reader(topics.reader_group(ReaderGroup.WEBHOOK_ENDPOINTS))
+        consumer = KafkaClients(self.kafka).reader(
+            topics.reader_group(ReaderGroup.WEBHOOK_ENDPOINTS), patient=True
+        )
         # Ends are asked of a consumer of its own: a broker answers a connection's requests in
         # turn, so one asked of the reading consumer waits behind its fetch.
         probe = KafkaClients(self.kafka).probe(topics.reader_group(ReaderGroup.WEBHOOK_PROBE))

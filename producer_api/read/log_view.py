@@ -195,6 +195,7 @@ class LogView:
             ends=True,
             small_prefetch=True,
             gathered=self.gathered,
+            patient=not self.gathered,
         )
         try:
             metadata = consumer.list_topics(self.topic, timeout=30).topics[self.topic]

@@ -102,8 +102,19 @@ def test_every_consumer_reads_committed_records_and_commits_only_what_is_done(
         assert (config["enable.auto.commit"], config["enable.auto.offset.store"]) == (False, False)
     member, reader, _ = made
     assert member["partition.assignment.strategy"] == "cooperative-sticky"
-    assert reader["fetch.wait.max.ms"] == 250  # gathered
-    assert "fetch.wait.max.ms" not in member  # not gathered: Kafka's 500 ms
+    assert reader["fetch.wait.max.ms"] == 500  # gathered
+    assert "fetch.wait.max.ms" not in member  # not gathered: Kafka's 500 ms, answered at once
+
+
+def test_a_patient_reader_is_answered_at_once_and_asks_rarely_when_idle(made: list[dict[str, Any]]) -> None:
+    factory = clients()
+    factory.reader("r", ends=True, small_prefetch=True, patient=True)
+    (reader,) = made
+    assert reader["fetch.wait.max.ms"] == 2000
+    assert "fetch.min.bytes" not in reader  # Kafka's 1: the first record ends the wait
+    for forbidden in ({"gathered": True}, {"prompt_end": True}, {"write_path": True}):
+        with pytest.raises(ValueError):
+            factory.reader("r", patient=True, **forbidden)
 
 
 def test_librdkafka_accepts_every_kind() -> None:
@@ -119,6 +130,7 @@ def test_librdkafka_accepts_every_kind() -> None:
             ends=True,
         ),
         factory.reader("r", ends=True, prompt_end=True, small_prefetch=True, write_path=True, gathered=True),
+        factory.reader("r", ends=True, small_prefetch=True, patient=True),
         factory.probe("p", committed=False),
     ):
         consumer.close()

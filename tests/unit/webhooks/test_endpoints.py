@@ -107,7 +107,9 @@ class _Topic:
 def test_the_follower_asks_where_the_topic_ends_only_while_an_event_waits(monkeypatch):
     """An idle dispatcher asks the broker nothing; an event's wait is answered."""
     topic = _Topic(end=3)
-    clients = type("Clients", (), {"reader": lambda self, group: topic, "probe": lambda self, group: topic})
+    clients = type(
+        "Clients", (), {"reader": lambda self, group, **_: topic, "probe": lambda self, group: topic}
+    )
     monkeypatch.setattr(endpoints_module, "KafkaClients", lambda kafka: clients())
     endpoints = EndpointRegistry(KafkaSettings(), "jobpost.webhooks", BOX, check_s=0.01)
     endpoints.start()
