@@ -25,6 +25,7 @@ from jobpost_dev import stack
 from jobpost_dev.processes import ApiProcess, Process, answers, free_port, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from runtime.kafka_clients import KafkaClients
+from runtime.topics import delete_topics
 from schemas import codec
 from schemas.model import Destination, Op, PostingUpdate
 from tests import postings
@@ -131,9 +132,11 @@ def main() -> None:
     sandbox_process = Process("bench-sandbox", ["sandbox", "--port", str(port)], {})
     sandbox = f"http://127.0.0.1:{port}"
     wait_until(lambda: answers(f"{sandbox}/docs"), 30, "sandbox")
+    made: list[KafkaSettings] = []  # each part's topics and groups, deleted at the end
     try:
         httpx.put(f"{sandbox}/_sandbox/linkedin/faults", json={"mode": "none", "latency_ms": LATENCY_MS})
         kafka = local_kafka()
+        made.append(kafka)
         total = write_updates(kafka)
         runner = asyncio.run(runner_rate(kafka, sandbox, total))
         plain = asyncio.run(plain_rate(kafka, sandbox, 100))
@@ -144,6 +147,7 @@ def main() -> None:
         print(f"ideal max_in_flight / latency: {ideal:.0f} records/s; runner reaches {runner / ideal:.0%}")
         httpx.delete(f"{sandbox}/_sandbox")
         fresh = local_kafka()
+        made.append(fresh)
         env = {
             **kafka_env(fresh),
             "JOBPOST_CONSUMER_LINKEDIN__BASE_URL": f"{sandbox}/linkedin",
@@ -153,3 +157,8 @@ def main() -> None:
         print(f"accepted write -> applied at a board (healthy boards): {percentiles(latencies)}")
     finally:
         sandbox_process.stop()
+        # Left behind, each prefix's ~100 partitions cost the broker at rest (it checks every
+        # log's retention each second). Only the topics: a group of the first part still had a
+        # member 60 s after the run (delete_prefix met NON_EMPTY_GROUP).
+        for settings in made:
+            delete_topics(settings)
