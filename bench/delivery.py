@@ -16,6 +16,7 @@ import httpx
 
 from bench.common import local_kafka, percentiles
 from consumers.board_tokens import token_source
+from consumers.boards.base import JobAction, Operation
 from consumers.boards.linkedin import LinkedInAdapter, LinkedInSettings
 from consumers.config import ConsumerSettings
 from consumers.main import client_session, destination_for
@@ -97,7 +98,10 @@ async def plain_rate(kafka: KafkaSettings, sandbox: str, sample: int) -> float:
             if message is None or message.error() or message.value() is None:
                 continue
             started = started or time.perf_counter()
-            await board.send([codec.posting_updates().decode(message.value() or b"")], await tokens.token())
+            update = codec.posting_updates().decode(message.value() or b"")
+            operation = Operation.CREATE if update.op == Op.CREATED else Operation.UPDATE
+            action = JobAction(operation, update.posting_id, update.employer, update)
+            await board.send([action], await tokens.token())
             consumer.commit(message, asynchronous=False)
             done += 1
     consumer.close()
