@@ -48,7 +48,8 @@ def quiet_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("JOBPOST_API_PORT", str(free_ports(1)))
     monkeypatch.setenv("JOBPOST_SANDBOX_PORT", str(free_ports(1)))
-    monkeypatch.setenv("JOBPOST_METRICS_PORT_BASE", str(free_ports(3)))
+    # one replica: the linkedin, indeed and indexer consumers' and the webhooks dispatcher's
+    monkeypatch.setenv("JOBPOST_METRICS_PORT_BASE", str(free_ports(4)))
     monkeypatch.setenv("JOBPOST_STACK_DIR", str(tmp_path))
     monkeypatch.setenv("JOBPOST_RUN_PROMETHEUS", "false")
 
