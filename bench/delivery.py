@@ -37,6 +37,9 @@ POSTINGS, VERSIONS = 1000, 4
 
 def write_updates(kafka: KafkaSettings) -> int:
     producer = KafkaClients(kafka).producer()
+    # An accepted write's times: LinkedIn's listedAt is the first version's, and a job listed
+    # at 0 (1970) has long expired, so the board refuses every UPDATE of it.
+    now_ms = int(time.time() * 1000)
     for n in range(POSTINGS):
         posting_id = f"bench-{n}-{uuid.uuid4().hex[:6]}"
         for version in range(VERSIONS):
@@ -47,8 +50,8 @@ def write_updates(kafka: KafkaSettings) -> int:
                 idempotency_key=f"{posting_id}:{version}",
                 request_id=uuid.uuid4().hex,
                 posting=postings.posting(0, title="Bench"),
-                last_update_time_millis=0,
-                accepted_at=0,
+                last_update_time_millis=now_ms,
+                accepted_at=now_ms,
             )
             producer.produce(
                 f"{kafka.topic_prefix}.postings", key=posting_id, value=codec.posting_updates().encode(update)
