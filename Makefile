@@ -96,7 +96,7 @@ test: $(STAMP)
 	$(BIN)/jobpost doctor --obtain
 	$(BIN)/jobpost stack fetch
 	$(BIN)/jobpost stack fetch --only registry  # the schema registry tests' Apicurio (~158 MB once)
-	$(BIN)/pytest
+	$(BIN)/python -m tests.suite
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -m "not build"

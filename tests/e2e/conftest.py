@@ -1,7 +1,6 @@
 """The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
 
 import contextlib
-import os
 import socket
 from collections.abc import Iterator
 
@@ -57,8 +56,10 @@ def started_system(
     """`jobpost run` against this Kafka (its security settings included), on this test's
     topics and index (plus `extra` settings), once /readyz answers 200; stopped afterwards."""
     # Replica r of the API listens on api_port + r - 1: all of them must be free.
-    api_port, sandbox_port = free_ports(int(extra.get("JOBPOST_RUN_REPLICAS", "1"))), free_port()
-    metrics_port = 20_000 + os.getpid() % 10_000
+    replicas = int(extra.get("JOBPOST_RUN_REPLICAS", "1"))
+    api_port, sandbox_port = free_ports(replicas), free_port()
+    # Each replica's LinkedIn, Indeed and indexer consumers and webhooks dispatcher (run.py).
+    metrics_port = free_ports(4 * replicas)
     env = {
         **kafka_env(kafka),
         "JOBPOST_API_PORT": str(api_port),

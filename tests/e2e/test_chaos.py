@@ -7,7 +7,12 @@ the dead letters, that no write answered 503 was applied, that every partition t
 again soon after each fault, that reads never stopped (but the killed replica's own), and
 that no process exited but the ones the run killed."""
 
+import pytest
+
 from jobpost_dev.chaos.run import run, short_plan
+
+# serial: its own three brokers and two replicas of every component; a gap bounded in seconds
+pytestmark = pytest.mark.serial
 
 # The longest a partition may go without an acknowledged write in a fault's window (issue 37).
 PARTITION_GAP_S = 10.0

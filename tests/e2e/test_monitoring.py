@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+import pytest
 
 from jobpost_dev.processes import free_port, log_dir
 from runtime.kafka import KafkaSettings
@@ -20,6 +21,8 @@ from tests.dashboard import dashboard_queries, metric_names
 from tests.e2e.conftest import System, started_system
 from tests.e2e.test_journey import progress
 from tests.processes import wait_until
+
+pytestmark = pytest.mark.serial  # eleven processes and a Prometheus, with waits of a minute and more
 
 # What Grafana puts in for $__rate_interval with a 5 s scrape interval is ~20 s; a minute
 # keeps two samples in every window of this short run.

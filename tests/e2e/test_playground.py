@@ -21,6 +21,8 @@ from tests import postings
 from tests.e2e.conftest import System
 from tests.processes import wait_until
 
+pytestmark = pytest.mark.serial  # chromium, with page timeouts of 15 s
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 DESTINATIONS = ("linkedin", "indeed", "search")
 BOARDS = ("linkedin", "indeed")

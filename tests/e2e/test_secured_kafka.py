@@ -30,6 +30,8 @@ from runtime.topics import ensure_topics
 from tests.e2e.conftest import TOKEN, started_system
 from tests.e2e.test_journey import progress, titles
 
+pytestmark = pytest.mark.serial  # a broker of its own, and seven processes ready within a bound
+
 USER = "jobpost"
 # Each component as `jobpost run` starts it, and `jobpost run` and `jobpost topics` themselves.
 COMMANDS = [

@@ -16,9 +16,12 @@ import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from tests import postings
 from tests.processes import ApiProcess, wait_until
+
+pytestmark = pytest.mark.serial  # LinkedIn's pace counted in versions within a bound in seconds
 
 WHY = re.compile(r"superseded by v(\d+) while the board was confirming v(\d+)")
 TITLE = re.compile(r"Platform Engineer (\d+)")

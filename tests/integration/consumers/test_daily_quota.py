@@ -6,10 +6,14 @@ a real process; the board is the sandbox, whose own log says when each record ar
 
 import time
 
+import pytest
+
 from schemas.enums import DeliveryStatus
 from schemas.topics import Component
 from tests.integration.consumers.conftest import dead_letters, metric, state_history
 from tests.processes import free_port, wait_until
+
+pytestmark = pytest.mark.serial  # a day scaled to 20 s, windows of 0.5-3 s
 
 CAP = 5  # records a day
 DAY_S = 20  # the scaled day: days start at multiples of 20 s of the epoch (00:00 UTC is one)

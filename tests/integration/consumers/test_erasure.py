@@ -37,6 +37,9 @@ from tests import postings, servers
 from tests.integration.consumers.conftest import TOKEN
 from tests.processes import SplitApi, wait_until
 
+# serial: the broker's log cleaner within a bound, which other tests' compacted topics load
+pytestmark = pytest.mark.serial
+
 DAY_MS = 3_000
 # What the broker adds to the topics' times besides its retention check (read from the broker:
 # 1 s on a stack started by this release, Kafka's default 5 minutes on one started before):

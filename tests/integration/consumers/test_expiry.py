@@ -7,9 +7,13 @@ is scaled to seconds, the same at the board and in the consumer's settings."""
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from schemas.enums import ListingStatus
 from tests.integration.consumers.conftest import state_history
 from tests.processes import wait_until
+
+pytestmark = pytest.mark.serial  # lifetimes and renewals scaled to seconds
 
 BOARDS = ("linkedin", "indeed")
 # Status read back quickly, and a crashed member's partitions moved soon.

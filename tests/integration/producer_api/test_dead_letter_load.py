@@ -8,12 +8,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from runtime.kafka_clients import KafkaClients
 from schemas import codec
 from schemas.dead_letters import DeadLetterHeaders
 from schemas.model import Op, PostingUpdate
 from tests import postings
 from tests.processes import running_api, wait_until
+
+pytestmark = pytest.mark.serial  # a load, with bounds on memory and on a write's time
 
 LETTERS = 20_000
 PARALLEL = 50

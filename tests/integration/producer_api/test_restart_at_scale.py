@@ -7,10 +7,13 @@ import random
 import time
 
 import httpx
+import pytest
 
 from bench.seed import seed
 from tests import servers
 from tests.processes import ApiProcess, wait_until
+
+pytestmark = pytest.mark.serial  # 50,000 postings restored within a bound in seconds
 
 N = 50_000
 TOKEN = "test-token"

@@ -308,6 +308,7 @@ def test_idempotency_keys_of_two_employers_never_meet(system):
     assert acme.create(key="shared-key", title="Acme's")["id"] == a["id"]  # a retry finds its own
 
 
+@pytest.mark.serial  # refused within 5 s
 def test_a_token_removed_from_the_file_is_refused_within_seconds(system):
     names = [n for n in TOKENS if n != "reader-acme"]
     reader = system.client("reader-acme")
@@ -413,6 +414,7 @@ def test_an_es256_header_over_an_rsa_key_is_a_401_without_a_stack_trace(system):
     assert "unhandled error" not in log and "TypeError" not in log
 
 
+@pytest.mark.serial  # refused within the refresh interval and 1.5 s
 def test_a_key_removed_from_the_jwks_is_refused_within_the_refresh_interval(system):
     rotating = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     system.issuer.keys = {"k1": KEY, "k-old": rotating}

@@ -68,6 +68,7 @@ def test_topics_that_keep_too_little_are_refused_one_line_each(kafka: KafkaSetti
     assert [f"error: {p}" for p in refused.value.problems] == expected
 
 
+@pytest.mark.serial  # seven components refused within a minute
 def test_every_component_refuses_to_start_on_topics_with_too_few_replicas(kafka: KafkaSettings):
     cluster = kafka.model_copy(update={"replication_factor": 2})  # the topics have 1
     started = time.monotonic()
@@ -104,6 +105,7 @@ def test_a_component_refuses_to_start_without_its_topics(kafka: KafkaSettings, t
     ]
 
 
+@pytest.mark.serial  # said so within 20 s
 def test_a_kafka_that_does_not_answer_is_said_so_in_seconds(kafka: KafkaSettings):
     nowhere = kafka.model_copy(
         update={"bootstrap_servers": f"127.0.0.1:{free_port()}", "start_timeout_s": 3.0}

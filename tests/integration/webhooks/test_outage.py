@@ -11,9 +11,13 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
+import pytest
+
 from tests.integration.webhooks.conftest import WebhookSystem
 from tests.integration.webhooks.receiver import Receiver
 from tests.processes import wait_until
+
+pytestmark = pytest.mark.serial  # another employer's lag bounded at 5 s across an outage of a minute
 
 DOWN_S = 60.0
 POSTINGS = 100
