@@ -27,9 +27,27 @@ def last_error_line(log: Path, since: int = 0) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return "(nothing in its log)"
+    crash = _crash(lines)
+    if crash is not None:
+        return _shortened(crash)
     said = [_failure(line) for line in lines]
     found = next((line for line in reversed(said) if line is not None), None)
     return _shortened(found or _plain(lines[-1]))
+
+
+def _crash(lines: list[str]) -> str | None:
+    """An interpreter that crashed (a signal such as SIGABRT or SIGSEGV, with Python's fault
+    handler on) ends its log with "Fatal Python error: ...", its threads' stacks and its
+    extension modules: the fatal line, and the plain line printed just before it, which names
+    the cause when a C library gave one (librdkafka's "*** file.c:line:function: assert: ...
+    ***", glibc's "double free or corruption")."""
+    fatal = next(
+        (n for n in range(len(lines) - 1, -1, -1) if lines[n].startswith("Fatal Python error:")), None
+    )
+    if fatal is None:
+        return None
+    before = lines[fatal - 1] if fatal > 0 and _json(lines[fatal - 1]) is None else None
+    return f"{lines[fatal]} after: {before}" if before else lines[fatal]
 
 
 def _failure(line: str) -> str | None:

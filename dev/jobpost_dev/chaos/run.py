@@ -91,6 +91,7 @@ def run(plan: Plan) -> Report:
     )
     apis = [f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{api_port + 1}"]
     sandbox = f"http://127.0.0.1:{sandbox_port}"
+    clean = False  # a run that ended early, or saw a process exit by itself, keeps its logs
     try:
         wait_until(lambda: all(_ready(api, system) for api in apis), 180, "both API replicas", interval=0.5)
         for board in BOARDS:
@@ -120,7 +121,7 @@ def run(plan: Plan) -> Report:
         counters = {api: sequencer_counters(api) for api in apis}
         partitions = {posting_id: versions[0].partition for posting_id, versions in log.items()}
         exits = watch.exits(target.victims)
-        return Report(
+        report = Report(
             load.ledger,
             verdict,
             windows,
@@ -131,6 +132,8 @@ def run(plan: Plan) -> Report:
             target.victims,
             exits,
         )
+        clean = not report.unexpected_exits
+        return report
     finally:
         system.stop()
         if started_cluster:
@@ -138,7 +141,23 @@ def run(plan: Plan) -> Report:
         if started_search:
             search.stop()
         if plan.stack_dir and plan.remove_stack_dir:
-            shutil.rmtree(plan.stack_dir, ignore_errors=True)
+            _remove(Path(plan.stack_dir), keep_logs=not clean)
+
+
+def _remove(folder: Path, keep_logs: bool) -> None:
+    """The run's own folder, or all of it but its components' logs (`logs/`: what a crash
+    printed, beyond the last line the report gives), which it names."""
+    if not keep_logs:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for child in folder.iterdir():
+        if child.name == "logs":
+            continue
+        if child.is_symlink() or not child.is_dir():
+            child.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(child, ignore_errors=True)
+    print(f"the run's logs are kept in {folder / 'logs'}")
 
 
 def _say_coordinators(target: Target, settings: stack.StackSettings) -> None:

@@ -71,3 +71,34 @@ def test_a_missing_log_is_said(tmp_path: Path) -> None:
     assert last_error_line(tmp_path / "none.log").startswith(
         f"(its log {tmp_path / 'none.log'} cannot be read"
     )
+
+
+def test_a_crashed_interpreter_is_its_fatal_error_and_what_the_library_printed_before_it(
+    tmp_path: Path,
+) -> None:
+    path = log(
+        tmp_path,
+        entry("info", "sequencer session 3 started"),
+        "*** rdkafka_broker.c:2800:rd_kafka_broker_fetch_reply: assert: rkb->rkb_fetching > 0 ***",
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f3c2effd6c0 (most recent call first):",
+        '  File "/app/sequencer/session.py", line 120 in commit',
+        "Extension modules: confluent_kafka.cimpl, fastavro._read, multidict._multidict (total: 3)",
+    )
+
+    assert last_error_line(path) == (
+        "Fatal Python error: Aborted after: *** rdkafka_broker.c:2800:rd_kafka_broker_fetch_reply:"
+        " assert: rkb->rkb_fetching > 0 ***"
+    )
+
+
+def test_a_crash_with_nothing_printed_before_it_is_its_fatal_error(tmp_path: Path) -> None:
+    path = log(
+        tmp_path,
+        entry("error", "view of jobpost.postings failed; resuming it", error="KafkaException: _TRANSPORT"),
+        "Fatal Python error: Segmentation fault",
+        "Extension modules: confluent_kafka.cimpl (total: 1)",
+    )
+
+    assert last_error_line(path) == "Fatal Python error: Segmentation fault"
