@@ -21,8 +21,6 @@ import pytest
 from tests import postings
 from tests.processes import ApiProcess, wait_until
 
-pytestmark = pytest.mark.serial  # LinkedIn's pace counted in versions within a bound in seconds
-
 WHY = re.compile(r"superseded by v(\d+) while the board was confirming v(\d+)")
 TITLE = re.compile(r"Platform Engineer (\d+)")
 
@@ -81,6 +79,7 @@ def timeline(http: httpx.Client, posting_id: str) -> dict:
     return answer.json()
 
 
+@pytest.mark.serial  # LinkedIn's pace counted in versions within a bound in seconds
 def test_a_posting_edited_every_200_ms_for_30_s_converges_at_linkedins_pace(
     api: ApiProcess, sandbox, start_consumer
 ):

@@ -17,8 +17,6 @@ from tests.integration.webhooks.conftest import WebhookSystem
 from tests.integration.webhooks.receiver import Receiver
 from tests.processes import wait_until
 
-pytestmark = pytest.mark.serial  # another employer's lag bounded at 5 s across an outage of a minute
-
 DOWN_S = 60.0
 POSTINGS = 100
 # Every wait of the schedule short, the whole of it longer than the minute down.
@@ -49,6 +47,7 @@ def change(system: WebhookSystem, employer: str, posting_ids: list[str], index: 
     return posting_id
 
 
+@pytest.mark.serial  # another employer's lag bounded at 5 s across an outage of a minute
 def test_an_endpoint_down_for_a_minute_gets_every_event_in_order_and_another_employer_saw_no_delay(
     system: WebhookSystem,
 ):
