@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import httpx
 
 from bench.common import delete_prefix, local_kafka
 from jobpost_dev import stack
-from jobpost_dev.processes import Process, component_pids, free_port, kafka_env, wait_until
+from jobpost_dev.processes import Process, component_pids, free_port, free_ports, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 
 TOKEN = "bench"
@@ -214,12 +213,4 @@ def _ready(system: System) -> bool:
 def _metrics_ports() -> int:
     """A base port with the three after it free too (`JOBPOST_METRICS_PORT_BASE` + 0, 1, 2:
     LinkedIn, Indeed, the indexer; + 3: the webhooks dispatcher)."""
-    while True:
-        base = free_port()
-        try:
-            for offset in (1, 2, 3):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", base + offset))
-        except OSError:
-            continue
-        return base
+    return free_ports(4)

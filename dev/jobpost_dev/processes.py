@@ -35,6 +35,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int) -> int:
+    """The first of n consecutive ports that are free now: a base that a command counts
+    up from (the API's replicas, `JOBPOST_METRICS_PORT_BASE`)."""
+    while True:
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + n):
+                    held.enter_context(socket.create_server(("127.0.0.1", port)))
+            except OSError:
+                continue
+        return first
+
+
 def kafka_env(kafka: KafkaSettings) -> dict[str, str]:
     """Every Kafka setting a child needs to reach the same Kafka and topics (security included)."""
     return kafka.environment()

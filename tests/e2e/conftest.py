@@ -1,13 +1,12 @@
 """The system as `make run` starts it (`jobpost run`), for end-to-end tests."""
 
 import contextlib
-import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from jobpost_dev.processes import Process, component_pids, free_port, kafka_env, wait_until
+from jobpost_dev.processes import Process, component_pids, free_port, free_ports, kafka_env, wait_until
 from runtime.kafka import KafkaSettings
 from tests.client import ApiClient
 
@@ -34,19 +33,6 @@ class System:
         """What the sandbox board holds of the posting (no versions when it never saw it)."""
         response = httpx.get(f"{self.sandbox}/_sandbox/{board}/postings/{posting_id}")
         return response.json() if response.status_code == 200 else {"versions": [], "status": None}
-
-
-def free_ports(n: int) -> int:
-    """The first of n consecutive ports that are free now."""
-    while True:
-        first = free_port()
-        with contextlib.ExitStack() as held:
-            try:
-                for port in range(first, first + n):
-                    held.enter_context(socket.create_server(("127.0.0.1", port)))
-            except OSError:
-                continue
-        return first
 
 
 @contextlib.contextmanager

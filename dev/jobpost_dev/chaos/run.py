@@ -21,7 +21,7 @@ from jobpost_dev.chaos.exits import Watch
 from jobpost_dev.chaos.faults import FAULTS, Target, roles
 from jobpost_dev.chaos.load import Load
 from jobpost_dev.chaos.report import FaultWindow, Report, sequencer_counters
-from jobpost_dev.processes import Process, free_port, wait_until
+from jobpost_dev.processes import Process, free_port, free_ports, wait_until
 from runtime.kafka import KafkaSettings
 from schemas.topics import BOARDS, Component, Topics
 
@@ -83,8 +83,9 @@ def run(plan: Plan) -> Report:
         min_insync_replicas=2,
     )
     token = uuid.uuid4().hex
-    api_port, sandbox_port = free_port(), free_port()
-    while api_port + 1 == sandbox_port:
+    api_port = free_ports(2)  # replica r listens on api_port + r - 1
+    sandbox_port = free_port()
+    while sandbox_port in (api_port, api_port + 1):
         sandbox_port = free_port()
     system = Process(
         "chaos-run", ["run"], _environment(kafka, settings, token, api_port, sandbox_port, es_url)
@@ -239,7 +240,8 @@ def _environment(
         "JOBPOST_API_TOKENS": token,
         "JOBPOST_API_PORT": str(api_port),
         "JOBPOST_SANDBOX_PORT": str(sandbox_port),
-        "JOBPOST_METRICS_PORT_BASE": str(free_port()),
+        # Each of the two replicas' LinkedIn, Indeed and indexer consumers and dispatcher.
+        "JOBPOST_METRICS_PORT_BASE": str(free_ports(8)),
         "JOBPOST_API_ELASTICSEARCH_URL": es,
         "JOBPOST_INDEXER_ELASTICSEARCH_URL": es,
         "JOBPOST_API_SEARCH_ALIAS": alias,

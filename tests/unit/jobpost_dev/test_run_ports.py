@@ -4,7 +4,6 @@ already running, are no conflict."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 from collections.abc import Iterator
@@ -15,23 +14,9 @@ import pytest
 from jobpost import cli
 from jobpost_dev import run, stack
 from jobpost_dev.ports import Port, refusals
+from jobpost_dev.processes import free_ports
 from jobpost_dev.run import RunSettings, ports_needed
 from jobpost_dev.supervisor import Supervisor
-
-
-def free_ports(n: int) -> int:
-    """The first of n consecutive ports that are free now."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            first = int(probe.getsockname()[1])
-        with contextlib.ExitStack() as held:
-            try:
-                for port in range(first, first + n):
-                    held.enter_context(socket.create_server(("127.0.0.1", port)))
-            except OSError:
-                continue
-        return first
 
 
 @pytest.fixture
