@@ -114,7 +114,7 @@ async def charge(request: Request, caller: Caller, requests: int) -> None:
     429 when that takes it over its rate."""
     if requests > 0:
         identity: Identity = request.app.state.identity
-        await identity.rate.check(caller.name, requests)
+        await identity.rate.check(caller.name, requests, counted=1)
 
 
 class Gate:

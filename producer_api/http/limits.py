@@ -43,11 +43,25 @@ class RateLimit:
         self.item = parse(rate) if rate else None
         self._limiter: SlidingWindowCounterRateLimiter | None = None
 
-    async def check(self, credential: str, requests: int = 1) -> None:
+    async def check(self, credential: str, requests: int = 1, counted: int = 0) -> None:
         """Count `requests` of `credential` (a batch's items count one each); a 429 Problem
-        when that takes it over its rate (and none of them is counted)."""
+        when that takes it over its rate (and none of them is counted). `counted`: how many
+        more of the same request were counted already (a batch's first item, by the gate).
+
+        A request of more than the rate as a whole is refused at once: no window holds it,
+        and counted in two hits it could pass, as the sliding-window counter rounds the
+        previous second's hits down (a 61-item batch at 60/s was admitted when the gate's
+        hit and the items' fell in two seconds)."""
         if self.item is None:
             return
+        if counted + requests > self.item.amount:
+            REFUSED.labels("rate").inc()
+            raise Problem(
+                429,
+                "Too many requests",
+                f"{counted + requests} requests at once are more than credential {credential!r}'s"
+                f" rate of {self.item} allows: split them (no Retry-After: a retry of the same is refused)",
+            )
         if self._limiter is None:
             self._limiter = SlidingWindowCounterRateLimiter(MemoryStorage())
         if await self._limiter.hit(self.item, credential, cost=requests):

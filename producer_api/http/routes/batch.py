@@ -58,7 +58,8 @@ over)."""
         403: {"model": ProblemOut, "description": "the credential lacks the scope `postings:write`"},
         429: {
             "model": ProblemOut,
-            "description": "the items take the credential over its rate (Retry-After)",
+            "description": "the items take the credential over its rate (Retry-After), or are more"
+            " than its rate allows at once (no Retry-After: split the batch)",
         },
         413: {"model": ProblemOut, "description": "the body is over the batch limit"},
         422: {"model": ProblemOut, "description": "not a batch (each item's own problems are in its answer)"},

@@ -4,6 +4,7 @@ requests in flight. The app is never started (no lifespan): nothing connects."""
 
 import asyncio
 import threading
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -82,6 +83,26 @@ def test_a_credential_over_its_rate_is_told_when_to_come_back():
     refused = asyncio.run(checks())
     assert refused.status == 429
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
+
+
+def test_a_batch_larger_than_the_rate_is_refused_whenever_it_comes_and_costs_nothing(monkeypatch):
+    async def checks() -> Problem:
+        rate = RateLimit("60/second")
+        await rate.check("batcher")  # the gate counts the request itself
+        # ... and the items come in the next second: the sliding window's count of the second
+        # before is rounded down, so 60 more would fit
+        later = time.time() + 1.0
+        monkeypatch.setattr(time, "time", lambda: later)
+        with pytest.raises(Problem) as refused:
+            await rate.check("batcher", 60, counted=1)
+        for _ in range(59):
+            await rate.check("batcher")  # the refused batch took none of the rate
+        return refused.value
+
+    refused = asyncio.run(checks())
+    assert refused.status == 429
+    assert "61 requests at once are more than" in refused.detail
+    assert "Retry-After" not in refused.headers
 
 
 def test_checking_a_rate_starts_no_thread(monkeypatch):
