@@ -59,8 +59,8 @@ class RateLimit:
             raise Problem(
                 429,
                 "Too many requests",
-                f"{counted + requests} requests at once are more than credential {credential!r}'s"
-                f" rate of {self.item} allows: split them (no Retry-After: a retry of the same is refused)",
+                f"credential {credential!r} is over its rate of {self.item} with {counted + requests}"
+                " requests at once: split them (no Retry-After: a retry of the same is refused)",
             )
         if self._limiter is None:
             self._limiter = SlidingWindowCounterRateLimiter(MemoryStorage())

@@ -101,7 +101,7 @@ def test_a_batch_larger_than_the_rate_is_refused_whenever_it_comes_and_costs_not
 
     refused = asyncio.run(checks())
     assert refused.status == 429
-    assert "61 requests at once are more than" in refused.detail
+    assert "over its rate of 60 per 1 second with 61 requests at once" in refused.detail
     assert "Retry-After" not in refused.headers
 
 
